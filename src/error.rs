@@ -1,0 +1,73 @@
+//! The crate's error type: every failure a caller can act on, with a message that says how.
+
+use std::fmt;
+
+/// Result alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No adapter matched the selection (or none exists at all).
+    #[error(
+        "no GPU adapter with compute shaders found ({selection}). Install a Vulkan driver (for a software adapter: \
+         `apt-get install mesa-vulkan-drivers`), relax WGPU_BACKEND / WGPU_ADAPTER_NAME, \
+         or use the CPU path (BELLMAN_NO_GPU=1)"
+    )]
+    NoAdapter { selection: String },
+
+    /// An environment variable or option names something that does not exist.
+    #[error("invalid {name}={value:?}: {expected}")]
+    InvalidSetting {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+
+    /// The adapter refused to create a device with the limits and features we asked for.
+    #[error("adapter {adapter:?} refused a device: {source}")]
+    RequestDevice {
+        adapter: String,
+        #[source]
+        source: wgpu::RequestDeviceError,
+    },
+
+    /// A shader variant needs a feature the device lacks.
+    #[error(
+        "shader variant {variant} needs the {feature} feature, which adapter {adapter:?} lacks"
+    )]
+    MissingFeature {
+        variant: String,
+        feature: &'static str,
+        adapter: String,
+    },
+
+    /// The driver rejected a shader or pipeline (validation error or compiler failure).
+    #[error("pipeline {label} failed to build: {message}")]
+    Pipeline { label: String, message: String },
+
+    /// The device was lost (driver reset, hang, out of memory) or an operation on it failed.
+    #[error("GPU device error: {0}")]
+    Device(String),
+
+    /// A request exceeds what the device can bind or allocate.
+    #[error("{what} needs {needed} bytes, but the device allows at most {limit} bytes")]
+    TooLarge {
+        what: &'static str,
+        needed: u64,
+        limit: u64,
+    },
+
+    /// A GPU result disagreed with the CPU reference: a driver or kernel bug.
+    #[error("GPU result differs from the CPU reference: {0}")]
+    WrongResult(String),
+
+    /// Inputs that do not fit together (lengths, shapes).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+}
+
+impl Error {
+    pub(crate) fn device(context: impl fmt::Display, err: impl fmt::Display) -> Self {
+        Error::Device(format!("{context}: {err}"))
+    }
+}

@@ -1,0 +1,289 @@
+//! Field-multiplication throughput, beside the adapter's raw integer multiply rates so the
+//! fraction of the ceiling is visible. Measurement only; the CLI prints the table.
+
+use super::samples::random;
+use super::GpuField;
+use crate::error::{Error, Result};
+use crate::gpu::{CompiledProgram, GpuContext, Program, WideMul};
+use blstrs::{Fp, Scalar};
+use ff::Field;
+use std::time::{Duration, Instant};
+
+/// How hard to push each kernel.
+#[derive(Clone, Debug)]
+pub struct FieldBenchConfig {
+    /// Invocations per dispatch.
+    pub threads: u32,
+    /// Wall time each timed dispatch should last; iterations are scaled to reach it.
+    pub target: Duration,
+    /// Timed repetitions per kernel; the fastest counts.
+    pub repetitions: u32,
+}
+
+impl FieldBenchConfig {
+    /// Sizes that keep a software adapter (lavapipe) to seconds and fill a large GPU.
+    pub fn for_device(gpu: &GpuContext) -> Self {
+        let software = gpu.info.device_type == wgpu::DeviceType::Cpu;
+        FieldBenchConfig {
+            threads: if software { 1 << 12 } else { 1 << 20 },
+            target: Duration::from_millis(if software { 1000 } else { 300 }),
+            repetitions: 3,
+        }
+    }
+}
+
+/// One measured kernel.
+#[derive(Clone, Debug)]
+pub struct Rate {
+    /// What was counted: `u32 mul`, `u64 mul`, `mac`, `fq mul`, `fr mul`.
+    pub operation: &'static str,
+    /// The wide-multiply path, for kernels built on it.
+    pub wide_mul: Option<WideMul>,
+    pub ops_per_second: f64,
+    /// For field multiplications: the raw multiply that bounds them and how many of those one
+    /// operation needs, so the CLI can show the share of the ceiling.
+    pub ceiling: Option<(&'static str, u32)>,
+    /// Driver compile time of the program this kernel belongs to.
+    pub compile_time: Duration,
+}
+
+const WORKGROUP_SIZE: u32 = 256;
+
+struct Kernel {
+    operation: &'static str,
+    entry_point: &'static str,
+    /// u32 words of state per invocation; 12 and 8 mean Fq and Fr elements whose results
+    /// are checked against blstrs.
+    words: usize,
+    /// Counted operations per loop iteration.
+    ops_per_iteration: u64,
+    ceiling: Option<(&'static str, u32)>,
+}
+
+/// The CIOS multiply does two n-limb rows of multiply-accumulates per limb. At best each is
+/// one 32-bit multiply instruction (a widening multiply-add), so the adapter's u32 multiply
+/// rate over that count bounds either path.
+fn cios_ceiling(limbs: usize) -> Option<(&'static str, u32)> {
+    Some(("u32 mul", 2 * (limbs * limbs) as u32))
+}
+
+/// Runs every throughput kernel this device supports.
+pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
+    let mut rates = Vec::new();
+    for wide in gpu.supported_wide_muls() {
+        let program = gpu.compile(
+            Program::FieldBench,
+            wide,
+            &["u32_mul_chain", "mac_chain", "fq_mul_chain", "fr_mul_chain"],
+        )?;
+        let mut kernels = vec![
+            Kernel {
+                operation: "mac",
+                entry_point: "mac_chain",
+                words: 1,
+                ops_per_iteration: 8,
+                ceiling: None,
+            },
+            Kernel {
+                operation: "fq mul",
+                entry_point: "fq_mul_chain",
+                words: Fp::LIMBS,
+                ops_per_iteration: 1,
+                ceiling: cios_ceiling(Fp::LIMBS),
+            },
+            Kernel {
+                operation: "fr mul",
+                entry_point: "fr_mul_chain",
+                words: Scalar::LIMBS,
+                ops_per_iteration: 1,
+                ceiling: cios_ceiling(Scalar::LIMBS),
+            },
+        ];
+        // The plain u32 multiply does not depend on the path: measure it once.
+        if rates.is_empty() {
+            kernels.insert(
+                0,
+                Kernel {
+                    operation: "u32 mul",
+                    entry_point: "u32_mul_chain",
+                    words: 1,
+                    ops_per_iteration: 8,
+                    ceiling: None,
+                },
+            );
+        }
+        for kernel in kernels {
+            let ops_per_second = measure(gpu, &program, &kernel, config)?;
+            rates.push(Rate {
+                operation: kernel.operation,
+                wide_mul: (kernel.operation != "u32 mul").then_some(wide),
+                ops_per_second,
+                ceiling: kernel.ceiling,
+                compile_time: program.compile_time,
+            });
+        }
+    }
+    if gpu.capabilities.int64 {
+        let program = gpu.compile(Program::Int64Bench, WideMul::Int64, &["u64_mul_chain"])?;
+        let kernel = Kernel {
+            operation: "u64 mul",
+            entry_point: "u64_mul_chain",
+            words: 1,
+            ops_per_iteration: 8,
+            ceiling: None,
+        };
+        rates.insert(
+            1,
+            Rate {
+                operation: kernel.operation,
+                wide_mul: None,
+                ops_per_second: measure(gpu, &program, &kernel, config)?,
+                ceiling: None,
+                compile_time: program.compile_time,
+            },
+        );
+    }
+    Ok(rates)
+}
+
+/// Random valid field elements as raw words, so the field kernels start from real values.
+fn initial_state(kernel: &Kernel, threads: u32) -> Vec<u8> {
+    let n = threads as usize;
+    match kernel.words {
+        12 => Fp::as_bytes(&random::<Fp>(7, n)).to_vec(),
+        8 => Scalar::as_bytes(&random::<Scalar>(7, n)).to_vec(),
+        _ => (0..n as u32)
+            .flat_map(|i| i.wrapping_mul(0x9e37_79b9).to_le_bytes())
+            .collect(),
+    }
+}
+
+/// Each field chain computes x^(iterations + 1): compare the first elements with blstrs so
+/// a rate is never reported for wrong (or optimized-away) work.
+fn check_chain<F: GpuField + Field>(input: &[u8], output: &[u8], iterations: u32) -> Result<()> {
+    let (input, output) = (F::from_bytes(input), F::from_bytes(output));
+    for (i, (x, y)) in input.iter().zip(&output).take(32).enumerate() {
+        let expected = x.pow_vartime([iterations as u64 + 1]);
+        if *y != expected {
+            return Err(Error::WrongResult(format!(
+                "{} mul chain, element {i}: gpu {y:?}, blstrs {expected:?}",
+                F::NAME
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The integer kernels replayed on the CPU for the first invocations, so their rates are of
+/// work the compiler really did.
+fn check_integer_chain(
+    entry_point: &str,
+    input: &[u8],
+    output: &[u8],
+    iterations: u32,
+) -> Result<()> {
+    let words = |b: &[u8]| -> Vec<u32> { bytemuck::pod_collect_to_vec(b) };
+    let (input, output) = (words(input), words(output));
+    for i in 0..input.len().min(32) {
+        let m = input[i] | 1;
+        let expected = match entry_point {
+            "u32_mul_chain" => (0..8u32).fold(0, |acc, j| {
+                (0..iterations).fold(m + j, |x, _| x.wrapping_mul(m).wrapping_add(1)) ^ acc
+            }),
+            "mac_chain" => {
+                let s = (0..8u64).fold(0u64, |acc, j| {
+                    let x = (0..iterations).fold((m as u64) | ((j + 1) << 32), |x, _| {
+                        (x >> 32) + (x & 0xffff_ffff) * m as u64 + 1
+                    });
+                    acc ^ x
+                });
+                (s as u32) ^ ((s >> 32) as u32)
+            }
+            "u64_mul_chain" => {
+                let m = m as u64 | ((i as u64) << 32);
+                let s = (0..8u64).fold(0u64, |acc, j| {
+                    acc ^ (0..iterations).fold(m + j, |x, _| x.wrapping_mul(m).wrapping_add(1))
+                });
+                (s as u32) ^ ((s >> 32) as u32)
+            }
+            _ => return Ok(()),
+        };
+        if output[i] != expected {
+            return Err(Error::WrongResult(format!(
+                "{entry_point}, invocation {i}: gpu {:#010x}, cpu {expected:#010x}",
+                output[i]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// llvmpipe (lavapipe) silently stops any shader loop after 65535 iterations, so longer
+/// chains are split into repeated dispatches.
+const MAX_LOOP_ITERATIONS: u32 = 65535;
+
+/// Operations per second of one kernel: calibrate the loop length and the number of repeated
+/// dispatches to the target time, then keep the fastest of the timed repetitions.
+fn measure(
+    gpu: &GpuContext,
+    program: &CompiledProgram,
+    kernel: &Kernel,
+    config: &FieldBenchConfig,
+) -> Result<f64> {
+    let pipeline = program.pipeline(kernel.entry_point)?;
+    let initial = initial_state(kernel, config.threads);
+    let input = gpu.storage_buffer("bench input", &initial)?;
+    let output = gpu.storage_buffer("bench output", &vec![0; initial.len()])?;
+    let workgroups = config.threads.div_ceil(WORKGROUP_SIZE);
+    let timed = |iterations: u32, dispatches: u32| -> Result<Duration> {
+        let params = gpu.uniform_buffer(
+            "bench params",
+            bytemuck::cast_slice(&[config.threads, iterations]),
+        );
+        let start = Instant::now();
+        let submission = gpu.dispatch_repeated(
+            pipeline,
+            &[&input, &output, &params],
+            workgroups,
+            dispatches,
+        )?;
+        gpu.wait_for(submission)?;
+        Ok(start.elapsed())
+    };
+    // Calibrate: lengthen the loop, then repeat the dispatch, until one submission lasts a
+    // tenth of the target; then scale the repeats to the target.
+    let (mut iterations, mut dispatches) = (4u32, 1u32);
+    let mut elapsed = timed(iterations, dispatches)?;
+    while elapsed < config.target / 10 && dispatches < (1 << 16) {
+        if iterations < MAX_LOOP_ITERATIONS {
+            iterations = (iterations * 4).min(MAX_LOOP_ITERATIONS);
+        } else {
+            dispatches *= 4;
+        }
+        elapsed = timed(iterations, dispatches)?;
+    }
+    let scale = config.target.as_secs_f64() / elapsed.as_secs_f64().max(1e-6);
+    if dispatches > 1 || iterations == MAX_LOOP_ITERATIONS {
+        dispatches = ((dispatches as f64 * scale) as u32).max(1);
+    } else {
+        iterations = ((iterations as f64 * scale) as u32).clamp(1, MAX_LOOP_ITERATIONS);
+    }
+    let mut best = Duration::MAX;
+    for _ in 0..config.repetitions.max(1) {
+        best = best.min(timed(iterations, dispatches)?);
+    }
+    let result = gpu.read_buffer(&output)?;
+    match kernel.words {
+        12 => check_chain::<Fp>(&initial, &result, iterations)?,
+        8 => check_chain::<Scalar>(&initial, &result, iterations)?,
+        _ => check_integer_chain(kernel.entry_point, &initial, &result, iterations)?,
+    }
+    let ops =
+        config.threads as u64 * iterations as u64 * dispatches as u64 * kernel.ops_per_iteration;
+    log::debug!(
+        "{} ({}): {dispatches} x {iterations} iterations in {best:?}",
+        kernel.operation,
+        program.wide_mul
+    );
+    Ok(ops as f64 / best.as_secs_f64())
+}

@@ -1,0 +1,118 @@
+//! Shader assembly: every WGSL program is a list of source files from `shaders/`, with the
+//! wide-multiply implementation chosen per device. The same assembly feeds the pipelines, the
+//! naga validation test and `cargo xtask validate-shaders`.
+
+use std::fmt;
+
+/// The two implementations of the 32x32 -> 64 bit multiply-accumulate all field code uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WideMul {
+    /// 16-bit halves and u32 arithmetic only: runs on every backend, GL included.
+    Portable,
+    /// Native u64 products (`SHADER_INT64`: Vulkan, Metal, DX12).
+    Int64,
+}
+
+impl WideMul {
+    pub const ALL: [WideMul; 2] = [WideMul::Portable, WideMul::Int64];
+
+    pub fn needs_int64(self) -> bool {
+        self == WideMul::Int64
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            WideMul::Portable => include_str!("../../shaders/wide_mul_portable.wgsl"),
+            WideMul::Int64 => include_str!("../../shaders/wide_mul_int64.wgsl"),
+        }
+    }
+}
+
+impl fmt::Display for WideMul {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WideMul::Portable => "portable",
+            WideMul::Int64 => "int64",
+        })
+    }
+}
+
+const LIMBS: &str = include_str!("../../shaders/limbs.wgsl");
+const FQ: &str = include_str!("../../shaders/gen/fq.wgsl");
+const FR: &str = include_str!("../../shaders/gen/fr.wgsl");
+const FQ2: &str = include_str!("../../shaders/fq2.wgsl");
+
+/// A compute program: its own entry-point file plus the libraries it stands on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Program {
+    /// Element-wise field operations for tests and the self-test.
+    FieldOps,
+    /// Throughput kernels for `bench field`.
+    FieldBench,
+    /// The raw u64 multiply rate (int64 devices only).
+    Int64Bench,
+}
+
+impl Program {
+    pub const ALL: [Program; 3] = [Program::FieldOps, Program::FieldBench, Program::Int64Bench];
+
+    fn main_source(self) -> &'static str {
+        match self {
+            Program::FieldOps => include_str!("../../shaders/field_ops.wgsl"),
+            Program::FieldBench => include_str!("../../shaders/field_bench.wgsl"),
+            Program::Int64Bench => include_str!("../../shaders/int64_bench.wgsl"),
+        }
+    }
+
+    /// Whether this program exists for `wide` at all (int64-only programs do not have a
+    /// portable build).
+    pub fn has_variant(self, wide: WideMul) -> bool {
+        self != Program::Int64Bench || wide == WideMul::Int64
+    }
+
+    /// The full WGSL text for one variant.
+    pub fn source(self, wide: WideMul) -> String {
+        let libraries: &[&str] = match self {
+            Program::FieldOps | Program::FieldBench => &[LIMBS, wide.source(), FQ, FR, FQ2],
+            Program::Int64Bench => &[],
+        };
+        let mut text = String::new();
+        for part in libraries.iter().chain([&self.main_source()]) {
+            text.push_str(part);
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Every (program, variant) pair that exists.
+    pub fn all_variants() -> impl Iterator<Item = (Program, WideMul)> {
+        Program::ALL.into_iter().flat_map(|p| {
+            WideMul::ALL
+                .into_iter()
+                .filter(move |&w| p.has_variant(w))
+                .map(move |w| (p, w))
+        })
+    }
+}
+
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Parses and validates one variant with naga, with exactly the capabilities that variant
+/// may assume (the portable path must validate without `SHADER_INT64`).
+pub fn validate(program: Program, wide: WideMul) -> Result<naga::Module, String> {
+    let source = program.source(wide);
+    let module = naga::front::wgsl::parse_str(&source)
+        .map_err(|e| e.emit_to_string_with_path(&source, &format!("{program}/{wide}")))?;
+    let mut caps = naga::valid::Capabilities::default();
+    if wide.needs_int64() {
+        caps |= naga::valid::Capabilities::SHADER_INT64;
+    }
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+        .validate(&module)
+        .map_err(|e| e.emit_to_string_with_path(&source, &format!("{program}/{wide}")))?;
+    Ok(module)
+}

@@ -1,0 +1,12 @@
+//! wgpu-groth16: a Groth16 prover for BLS12-381 whose MSM and NTT kernels are WGSL compute
+//! shaders run through wgpu.
+//!
+//! Layout: [`gpu`] opens devices and builds pipelines from the WGSL in `shaders/`;
+//! [`field`] is the host side of the field elements those shaders compute on, with the CPU
+//! reference (blstrs) behind the same seam as the GPU kernels.
+
+pub mod error;
+pub mod field;
+pub mod gpu;
+
+pub use error::{Error, Result};

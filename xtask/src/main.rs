@@ -1,0 +1,107 @@
+//! Project chores: `cargo xtask <command>`.
+//!
+//! - `ci`: everything CI checks (format, clippy, generated code, shader validation, tests)
+//! - `gen [--check]`: regenerate the WGSL in `shaders/gen/` (or fail if it is stale)
+//! - `validate-shaders`: parse and validate every shader variant with naga (no GPU needed)
+//! - `bench [ARGS..]`: build in release and run `wgpu-groth16 bench ARGS..`
+
+mod gen_field;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("gen") => generate(args.iter().any(|a| a == "--check")),
+        Some("validate-shaders") => validate_shaders(),
+        Some("bench") => cargo(
+            &[
+                &["run", "--release", "--", "bench"],
+                &str_refs(&args[1..])[..],
+            ]
+            .concat(),
+        ),
+        _ => Err(
+            "usage: cargo xtask <ci | gen [--check] | validate-shaders | bench ARGS..>".to_string(),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn str_refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn cargo(args: &[&str]) -> Result<(), String> {
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("could not run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    }
+}
+
+fn generate(check: bool) -> Result<(), String> {
+    let mut stale = Vec::new();
+    for (path, text) in gen_field::outputs() {
+        let full = root().join(path);
+        let current = std::fs::read_to_string(&full).unwrap_or_default();
+        if current == text {
+            continue;
+        }
+        if check {
+            stale.push(path);
+        } else {
+            std::fs::create_dir_all(full.parent().expect("generated files live in a folder"))
+                .map_err(|e| format!("{path}: {e}"))?;
+            std::fs::write(&full, text).map_err(|e| format!("{path}: {e}"))?;
+            eprintln!("xtask: wrote {path}");
+        }
+    }
+    if stale.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "stale generated shaders (run `cargo xtask gen`): {}",
+            stale.join(", ")
+        ))
+    }
+}
+
+fn validate_shaders() -> Result<(), String> {
+    cargo(&["test", "--test", "shader_validation"])
+}
+
+fn ci() -> Result<(), String> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    generate(true)?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    validate_shaders()?;
+    cargo(&["test", "--workspace", "--no-fail-fast"])?;
+    // Benchmarks must keep compiling even though CI does not run them.
+    cargo(&["bench", "--no-run"])
+}
