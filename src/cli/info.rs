@@ -42,6 +42,10 @@ pub fn run(explicit: &AdapterSelector) -> Result<ExitCode> {
         );
         println!("  max buffer:             {}", mib(limits.max_buffer_size));
         println!(
+            "  storage buffers/stage:  {}",
+            limits.max_storage_buffers_per_shader_stage
+        );
+        println!(
             "  workgroup:              {} invocations, size x {}, {} KiB shared, {} per dimension",
             limits.max_compute_invocations_per_workgroup,
             limits.max_compute_workgroup_size_x,

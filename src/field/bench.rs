@@ -230,21 +230,21 @@ fn measure(
     kernel: &Kernel,
     config: &FieldBenchConfig,
 ) -> Result<f64> {
-    let pipeline = program.pipeline(kernel.entry_point)?;
     let initial = initial_state(kernel, config.threads);
     let input = gpu.storage_buffer("bench input", &initial)?;
     let output = gpu.storage_buffer("bench output", &vec![0; initial.len()])?;
-    let workgroups = config.threads.div_ceil(WORKGROUP_SIZE);
     let timed = |iterations: u32, dispatches: u32| -> Result<Duration> {
         let params = gpu.uniform_buffer(
             "bench params",
             bytemuck::cast_slice(&[config.threads, iterations]),
         );
         let start = Instant::now();
-        let submission = gpu.dispatch_repeated(
-            pipeline,
+        let submission = gpu.dispatch(
+            program,
+            kernel.entry_point,
             &[&input, &output, &params],
-            workgroups,
+            config.threads as u64,
+            WORKGROUP_SIZE,
             dispatches,
         )?;
         gpu.wait_for(submission)?;

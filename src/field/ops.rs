@@ -195,11 +195,13 @@ impl FieldKernels {
             "params",
             bytemuck::cast_slice(&[lhs.len() as u32, op as u32]),
         );
-        let workgroups = (lhs.len() as u32).div_ceil(WORKGROUP_SIZE);
         let submission = gpu.dispatch(
-            self.program.pipeline(F::ENTRY_POINT)?,
+            &self.program,
+            F::ENTRY_POINT,
             &[&a, &b, &out, &params],
-            workgroups,
+            lhs.len() as u64,
+            WORKGROUP_SIZE,
+            1,
         )?;
         gpu.wait_for(submission)?;
         Ok(F::from_bytes(&gpu.read_buffer(&out)?))

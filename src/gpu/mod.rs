@@ -5,7 +5,7 @@ pub mod context;
 pub mod shader;
 
 pub use context::{AdapterSelector, Capabilities, GpuContext};
-pub use shader::{Program, WideMul};
+pub use shader::{Binding, Program, WideMul};
 
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -18,6 +18,8 @@ pub struct CompiledProgram {
     pub program: Program,
     pub wide_mul: WideMul,
     pipelines: HashMap<&'static str, wgpu::ComputePipeline>,
+    /// The layout every entry point of the program shares (`Program::bindings`).
+    pub layout: wgpu::BindGroupLayout,
     /// Wall time of module creation plus every pipeline (the driver's compile).
     pub compile_time: Duration,
 }
@@ -31,6 +33,18 @@ impl CompiledProgram {
                 label: format!("{}/{}::{entry_point}", self.program, self.wide_mul),
                 message: "entry point was not compiled".into(),
             })
+    }
+}
+
+/// Workgroups for `threads` invocations of `workgroup_size`, spread over x and y when x alone
+/// would pass the per-dimension limit; kernels flatten the id with `num_workgroups`.
+pub fn workgroup_grid(threads: u64, workgroup_size: u32, max_per_dimension: u32) -> (u32, u32) {
+    let groups = threads.div_ceil(workgroup_size as u64).max(1);
+    if groups <= max_per_dimension as u64 {
+        (groups as u32, 1)
+    } else {
+        let y = groups.div_ceil(max_per_dimension as u64);
+        (groups.div_ceil(y) as u32, y as u32)
     }
 }
 
@@ -60,13 +74,37 @@ impl GpuContext {
                 label: Some(&label),
                 source: wgpu::ShaderSource::Wgsl(program.source(wide_mul).into()),
             });
+        let layout_entries: Vec<wgpu::BindGroupLayoutEntry> = program
+            .bindings()
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: b.layout_type(),
+                count: None,
+            })
+            .collect();
+        let layout = self
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(&label),
+                entries: &layout_entries,
+            });
+        let pipeline_layout = self
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(&label),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
         let mut pipelines = HashMap::new();
         for &entry in entry_points {
             let pipeline = self
                 .device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(entry),
-                    layout: None,
+                    layout: Some(&pipeline_layout),
                     module: &module,
                     entry_point: Some(entry),
                     compilation_options: Default::default(),
@@ -90,6 +128,7 @@ impl GpuContext {
             program,
             wide_mul,
             pipelines,
+            layout,
             compile_time,
         })
     }
@@ -134,44 +173,48 @@ impl GpuContext {
         Ok(())
     }
 
-    /// Records one dispatch of `pipeline` over `buffers` (bound at 0, 1, ... in order) and
-    /// submits it; returns the submission to wait on.
-    pub fn dispatch(
+    /// A bind group of `program` with `resources` at bindings 0, 1, ... in order.
+    pub fn bind_group(
         &self,
-        pipeline: &wgpu::ComputePipeline,
-        buffers: &[&wgpu::Buffer],
-        workgroups: u32,
-    ) -> Result<wgpu::SubmissionIndex> {
-        self.dispatch_repeated(pipeline, buffers, workgroups, 1)
-    }
-
-    /// [`Self::dispatch`] recorded `times` times in one submission.
-    pub fn dispatch_repeated(
-        &self,
-        pipeline: &wgpu::ComputePipeline,
-        buffers: &[&wgpu::Buffer],
-        workgroups: u32,
-        times: u32,
-    ) -> Result<wgpu::SubmissionIndex> {
-        if workgroups > self.limits.max_compute_workgroups_per_dimension {
-            return Err(Error::InvalidInput(format!(
-                "{workgroups} workgroups exceed the device's {} per dimension",
-                self.limits.max_compute_workgroups_per_dimension
-            )));
-        }
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
+        program: &CompiledProgram,
+        resources: &[wgpu::BindingResource],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<wgpu::BindGroupEntry> = resources
             .iter()
             .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
+            .map(|(i, r)| wgpu::BindGroupEntry {
                 binding: i as u32,
-                resource: b.as_entire_binding(),
+                resource: r.clone(),
             })
             .collect();
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
-            layout: &pipeline.get_bind_group_layout(0),
+            layout: &program.layout,
             entries: &entries,
-        });
+        })
+    }
+
+    /// Runs `entry_point` over `threads` invocations (workgroups of `workgroup_size`) with
+    /// `buffers` bound in order, `times` times in one submission; returns the submission to
+    /// wait on.
+    pub fn dispatch(
+        &self,
+        program: &CompiledProgram,
+        entry_point: &str,
+        buffers: &[&wgpu::Buffer],
+        threads: u64,
+        workgroup_size: u32,
+        times: u32,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let pipeline = program.pipeline(entry_point)?;
+        let resources: Vec<wgpu::BindingResource> =
+            buffers.iter().map(|b| b.as_entire_binding()).collect();
+        let bind_group = self.bind_group(program, &resources);
+        let (x, y) = workgroup_grid(
+            threads,
+            workgroup_size,
+            self.limits.max_compute_workgroups_per_dimension,
+        );
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
@@ -180,7 +223,7 @@ impl GpuContext {
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             for _ in 0..times {
-                pass.dispatch_workgroups(workgroups, 1, 1);
+                pass.dispatch_workgroups(x, y, 1);
             }
         }
         Ok(self.queue.submit([encoder.finish()]))

@@ -41,6 +41,40 @@ const LIMBS: &str = include_str!("../../shaders/limbs.wgsl");
 const FQ: &str = include_str!("../../shaders/gen/fq.wgsl");
 const FR: &str = include_str!("../../shaders/gen/fr.wgsl");
 const FQ2: &str = include_str!("../../shaders/fq2.wgsl");
+const G1_FIELD: &str = include_str!("../../shaders/g1_field.wgsl");
+const G2_FIELD: &str = include_str!("../../shaders/g2_field.wgsl");
+const CURVE: &str = include_str!("../../shaders/curve.wgsl");
+
+/// One binding of a program's interface (group 0, numbered in order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    Uniform,
+    /// A uniform bound with a dynamic offset: one buffer holds the parameters of many
+    /// dispatches.
+    DynamicUniform,
+    ReadOnly,
+    ReadWrite,
+}
+
+impl Binding {
+    pub fn layout_type(self) -> wgpu::BindingType {
+        let buffer = |ty, has_dynamic_offset| wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset,
+            min_binding_size: None,
+        };
+        match self {
+            Binding::Uniform => buffer(wgpu::BufferBindingType::Uniform, false),
+            Binding::DynamicUniform => buffer(wgpu::BufferBindingType::Uniform, true),
+            Binding::ReadOnly => {
+                buffer(wgpu::BufferBindingType::Storage { read_only: true }, false)
+            }
+            Binding::ReadWrite => {
+                buffer(wgpu::BufferBindingType::Storage { read_only: false }, false)
+            }
+        }
+    }
+}
 
 /// A compute program: its own entry-point file plus the libraries it stands on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,30 +85,78 @@ pub enum Program {
     FieldBench,
     /// The raw u64 multiply rate (int64 devices only).
     Int64Bench,
+    /// Exclusive prefix sums of u32 (bucket offsets).
+    Scan,
+    /// Pippenger MSM kernels over G1.
+    MsmG1,
+    /// Pippenger MSM kernels over G2.
+    MsmG2,
 }
 
+use Binding::{DynamicUniform, ReadOnly, ReadWrite, Uniform};
+
 impl Program {
-    pub const ALL: [Program; 3] = [Program::FieldOps, Program::FieldBench, Program::Int64Bench];
+    pub const ALL: [Program; 6] = [
+        Program::FieldOps,
+        Program::FieldBench,
+        Program::Int64Bench,
+        Program::Scan,
+        Program::MsmG1,
+        Program::MsmG2,
+    ];
+
+    /// The program's binding interface, shared by all its entry points (group 0, bindings
+    /// numbered in this order); it must match the `@binding`s of its WGSL.
+    pub fn bindings(self) -> &'static [Binding] {
+        match self {
+            Program::FieldOps => &[ReadOnly, ReadOnly, ReadWrite, Uniform],
+            Program::FieldBench | Program::Int64Bench => &[ReadOnly, ReadWrite, Uniform],
+            Program::Scan => &[DynamicUniform, ReadWrite, ReadWrite],
+            Program::MsmG1 | Program::MsmG2 => &[
+                DynamicUniform,
+                ReadOnly,
+                ReadOnly,
+                ReadWrite,
+                ReadWrite,
+                ReadWrite,
+                ReadWrite,
+                ReadWrite,
+                ReadWrite,
+                ReadWrite,
+                ReadWrite,
+                ReadWrite,
+                ReadWrite,
+            ],
+        }
+    }
 
     fn main_source(self) -> &'static str {
         match self {
             Program::FieldOps => include_str!("../../shaders/field_ops.wgsl"),
             Program::FieldBench => include_str!("../../shaders/field_bench.wgsl"),
             Program::Int64Bench => include_str!("../../shaders/int64_bench.wgsl"),
+            Program::Scan => include_str!("../../shaders/scan.wgsl"),
+            Program::MsmG1 | Program::MsmG2 => include_str!("../../shaders/msm.wgsl"),
         }
     }
 
-    /// Whether this program exists for `wide` at all (int64-only programs do not have a
-    /// portable build).
+    /// Whether this program exists for `wide` at all: int64-only programs have no portable
+    /// build, and programs without field code are built once, as their portable variant.
     pub fn has_variant(self, wide: WideMul) -> bool {
-        self != Program::Int64Bench || wide == WideMul::Int64
+        match self {
+            Program::Int64Bench => wide == WideMul::Int64,
+            Program::Scan => wide == WideMul::Portable,
+            _ => true,
+        }
     }
 
     /// The full WGSL text for one variant.
     pub fn source(self, wide: WideMul) -> String {
         let libraries: &[&str] = match self {
             Program::FieldOps | Program::FieldBench => &[LIMBS, wide.source(), FQ, FR, FQ2],
-            Program::Int64Bench => &[],
+            Program::Int64Bench | Program::Scan => &[],
+            Program::MsmG1 => &[LIMBS, wide.source(), FQ, FR, G1_FIELD, CURVE],
+            Program::MsmG2 => &[LIMBS, wide.source(), FQ, FR, FQ2, G2_FIELD, CURVE],
         };
         let mut text = String::new();
         for part in libraries.iter().chain([&self.main_source()]) {

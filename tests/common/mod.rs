@@ -75,3 +75,29 @@ pub fn field_kernels(target: Target, wide: WideMul) -> Option<&'static FieldKern
         Box::leak(Box::new(kernels))
     }))
 }
+
+/// The MSM kernels of curve `C` on the native adapter, compiled once per test binary.
+pub fn msm_kernels<C: wgpu_groth16::curve::GpuCurve>(
+    wide: WideMul,
+) -> Option<&'static wgpu_groth16::msm::MsmKernels<C>> {
+    use std::any::Any;
+    use wgpu_groth16::msm::{MsmConfig, MsmKernels};
+    type Cache = HashMap<(&'static str, WideMul), &'static (dyn Any + Send + Sync)>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    let gpu = gpu(Target::Native)?;
+    if !gpu.supported_wide_muls().contains(&wide) {
+        assert!(
+            !in_ci(),
+            "CI=true and {} lacks the {wide} path",
+            gpu.describe()
+        );
+        return None;
+    }
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
+    let entry = cache.entry((C::NAME, wide)).or_insert_with(|| {
+        let kernels =
+            MsmKernels::<C>::new(gpu, wide, MsmConfig::default()).expect("MSM kernels compile");
+        Box::leak(Box::new(kernels))
+    });
+    entry.downcast_ref::<MsmKernels<C>>()
+}

@@ -1,0 +1,269 @@
+// Pippenger multi-scalar multiplication over `Affine` bases (G1 or G2 through the Field
+// prelude), in five kernels run per chunk of points:
+//
+// 1. msm_count: each scalar's signed base-2^c digits; count entries per (window, bucket).
+// 2. (scan.wgsl turns the counts into bucket offsets.)
+// 3. msm_scatter: write every non-zero digit as (key = window * B + |digit|, base | sign) at
+//    its bucket's place: a counting sort done by all threads at once.
+// 4. msm_accumulate, once per level: the sorted list is cut into equal segments of
+//    `segment` entries, whatever the buckets are, so a bucket holding most points (0/1-heavy
+//    witnesses) is summed by many threads. A run of equal keys that lies inside one segment
+//    is added to its bucket; a run crossing a segment edge leaves a partial sum, and the
+//    partials (two slots per segment, still sorted) form the next level's list.
+// 5. msm_reduce_groups + msm_sum_windows: per window, sum_b b * bucket[b] by running sums
+//    over groups of buckets, in parallel; the host combines the windows.
+
+struct MsmParams {
+    // Points in this chunk.
+    count: u32,
+    window_bits: u32,
+    windows: u32,
+    // Buckets per window: 2^(c-1) + 1 (digit magnitudes 0..=2^(c-1); 0 is never stored).
+    buckets: u32,
+    // Entries per accumulation segment.
+    segment: u32,
+    // Accumulation level: 0 reads the sorted bases, later levels the partials.
+    level: u32,
+    // Bucket groups per window in the reduction.
+    groups: u32,
+    _pad: u32,
+}
+
+const SIGN_BIT: u32 = 0x80000000u;
+const MAX_WINDOWS: u32 = 64u;
+const WORKGROUP: u32 = 64u;
+const NO_KEY: u32 = 0xffffffffu;
+
+@group(0) @binding(0) var<uniform> params: MsmParams;
+@group(0) @binding(1) var<storage, read> scalars: array<Fr>;
+@group(0) @binding(2) var<storage, read> bases: array<Affine>;
+@group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> cursor: array<atomic<u32>>;
+// (key, base index | sign) in bucket order: written by msm_scatter, read by level 0.
+@group(0) @binding(5) var<storage, read_write> sorted: array<vec2<u32>>;
+@group(0) @binding(6) var<storage, read_write> keys_in: array<u32>;
+@group(0) @binding(7) var<storage, read_write> points_in: array<Xyzz>;
+@group(0) @binding(8) var<storage, read_write> keys_out: array<u32>;
+@group(0) @binding(9) var<storage, read_write> points_out: array<Xyzz>;
+@group(0) @binding(10) var<storage, read_write> buckets: array<Xyzz>;
+// lengths[l]: entries in level l's list (lengths[0] is the scan's total).
+@group(0) @binding(11) var<storage, read_write> lengths: array<u32>;
+@group(0) @binding(12) var<storage, read_write> sums: array<Xyzz>;
+
+fn thread_index(id: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return id.x + id.y * groups.x * WORKGROUP;
+}
+
+// Signed digits of scalar i: |digit| | SIGN_BIT when negative, one per window; the scalar is
+// sum_w digit_w 2^(c w). Digits lie in [-(2^(c-1) - 1), 2^(c-1)], so the top window never
+// carries out (windows * c >= 256 > 255 bits).
+fn signed_digits(i: u32) -> array<u32, MAX_WINDOWS> {
+    let s = fr_from_montgomery(scalars[i]);
+    let c = params.window_bits;
+    let half = 1u << (c - 1u);
+    let mask = (1u << c) - 1u;
+    var digits: array<u32, MAX_WINDOWS>;
+    var carry = 0u;
+    for (var w = 0u; w < params.windows; w++) {
+        let bit = w * c;
+        let limb = bit / 32u;
+        let shift = bit % 32u;
+        var v = 0u;
+        if (limb < FR_LIMBS) { v = s[limb] >> shift; }
+        if (shift + c > 32u && limb + 1u < FR_LIMBS) { v |= s[limb + 1u] << (32u - shift); }
+        v = (v & mask) + carry;
+        if (v > half) {
+            digits[w] = ((1u << c) - v) | SIGN_BIT;
+            carry = 1u;
+        } else {
+            digits[w] = v;
+            carry = 0u;
+        }
+    }
+    return digits;
+}
+
+@compute @workgroup_size(64)
+fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = thread_index(id, groups);
+    if (i >= params.count) { return; }
+    let digits = signed_digits(i);
+    for (var w = 0u; w < params.windows; w++) {
+        let magnitude = digits[w] & ~SIGN_BIT;
+        if (magnitude != 0u) { atomicAdd(&counts[w * params.buckets + magnitude], 1u); }
+    }
+}
+
+@compute @workgroup_size(64)
+fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = thread_index(id, groups);
+    if (i >= params.count) { return; }
+    let digits = signed_digits(i);
+    for (var w = 0u; w < params.windows; w++) {
+        let magnitude = digits[w] & ~SIGN_BIT;
+        if (magnitude != 0u) {
+            let key = w * params.buckets + magnitude;
+            let at = atomicAdd(&cursor[key], 1u);
+            sorted[at] = vec2<u32>(key, i | (digits[w] & SIGN_BIT));
+        }
+    }
+}
+
+fn entry_key(i: u32) -> u32 {
+    if (params.level == 0u) { return sorted[i].x; }
+    return keys_in[i];
+}
+
+// Entry i of the level's list as an accumulator (level 0: a signed affine base).
+fn entry_point(i: u32) -> Xyzz {
+    if (params.level == 0u) {
+        let e = sorted[i].y;
+        return xyzz_from_affine(bases[e & ~SIGN_BIT], (e & SIGN_BIT) != 0u);
+    }
+    return points_in[i];
+}
+
+// Each loop iteration makes at most one point addition (see curve.wgsl): either the next
+// entry into the running sum, or, when a run closes inside the segment, the run's sum into
+// its bucket (then the same entry is looked at again).
+@compute @workgroup_size(64)
+fn msm_accumulate(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let seg = thread_index(id, groups);
+    let len = lengths[params.level];
+    let t = params.segment;
+    if (seg == 0u) { lengths[params.level + 1u] = 2u * ((len + t - 1u) / t); }
+    let start = seg * t;
+    if (start >= len) { return; }
+    let end = min(start + t, len);
+    let from_bases = params.level == 0u;
+    var i = start;
+    var run_key = entry_key(start);
+    var run_start = start;
+    var acc = xyzz_identity();
+    var first = xyzz_identity();
+    var last = xyzz_identity();
+    loop {
+        let done = i == end;
+        var key = NO_KEY;
+        if (!done) { key = entry_key(i); }
+        var lhs = acc;
+        var rhs = xyzz_identity();
+        var rhs_affine = false;
+        var to_bucket = false;
+        let bucket = run_key;
+        if (key == run_key) {
+            rhs = entry_point(i);
+            rhs_affine = from_bases;
+            i++;
+        } else {
+            // The run [run_start, i) has ended: it is whole if nothing of it lies outside.
+            let starts_here = run_start > start || start == 0u || entry_key(start - 1u) != run_key;
+            let ends_here = i < end || end == len || entry_key(end) != run_key;
+            if (starts_here && ends_here) {
+                lhs = buckets[bucket];
+                rhs = acc;
+                to_bucket = true;
+            } else if (run_start == start) {
+                first = acc;
+            } else {
+                last = acc;
+            }
+            acc = xyzz_identity();
+            run_key = key;
+            run_start = i;
+        }
+        if (!xyzz_is_identity(rhs)) {
+            let sum = xyzz_add(lhs, rhs, rhs_affine);
+            if (to_bucket) {
+                buckets[bucket] = sum;
+            } else {
+                acc = sum;
+            }
+        }
+        if (done) { break; }
+    }
+    keys_out[2u * seg] = entry_key(start);
+    points_out[2u * seg] = first;
+    keys_out[2u * seg + 1u] = entry_key(end - 1u);
+    points_out[2u * seg + 1u] = last;
+}
+
+// sum_{b in group} b * bucket[b] for one group of one window. Running sums from the top give
+// sum (b - lo + 1) * bucket[b]; then (lo - 1) * (the group's sum) by double-and-add makes up
+// the rest. One addition per iteration, as in msm_accumulate.
+@compute @workgroup_size(64)
+fn msm_reduce_groups(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let t = thread_index(id, groups);
+    if (t >= params.windows * params.groups) { return; }
+    let w = t / params.groups;
+    let g = t % params.groups;
+    let per_group = (params.buckets - 1u + params.groups - 1u) / params.groups;
+    let lo = min(1u + g * per_group, params.buckets);
+    let hi = min(lo + per_group, params.buckets);
+    var running = xyzz_identity();
+    var acc = xyzz_identity();
+    var doubled = xyzz_identity();
+    var b = hi;
+    var k = lo - 1u;
+    var into_acc = false;
+    var multiplying = false;
+    loop {
+        var lhs: Xyzz;
+        var rhs: Xyzz;
+        // Destination: 0 running, 1 acc, 2 doubled.
+        var dest = 0u;
+        if (!multiplying) {
+            if (b == lo) {
+                multiplying = true;
+                doubled = running;
+                continue;
+            }
+            if (!into_acc) {
+                lhs = running;
+                rhs = buckets[w * params.buckets + b - 1u];
+            } else {
+                lhs = acc;
+                rhs = running;
+                dest = 1u;
+                b--;
+            }
+            into_acc = !into_acc;
+        } else {
+            if (k == 0u) { break; }
+            if ((k & 1u) != 0u && !into_acc) {
+                lhs = acc;
+                rhs = doubled;
+                dest = 1u;
+                into_acc = true;
+            } else {
+                lhs = doubled;
+                rhs = doubled;
+                dest = 2u;
+                k >>= 1u;
+                into_acc = false;
+            }
+        }
+        let sum = xyzz_add(lhs, rhs, false);
+        if (dest == 0u) {
+            running = sum;
+        } else if (dest == 1u) {
+            acc = sum;
+        } else {
+            doubled = sum;
+        }
+    }
+    sums[t] = acc;
+}
+
+// One thread per window: the window's group sums into bucket slot 0 of that window, which
+// the digits never use.
+@compute @workgroup_size(64)
+fn msm_sum_windows(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let w = thread_index(id, groups);
+    if (w >= params.windows) { return; }
+    var acc = xyzz_identity();
+    for (var g = 0u; g < params.groups; g++) {
+        acc = xyzz_add(acc, sums[w * params.groups + g], false);
+    }
+    buckets[w * params.buckets] = acc;
+}

@@ -1,0 +1,114 @@
+//! The two groups the prover computes in, as the GPU sees them.
+//!
+//! Affine bases upload in blstrs' own memory layout (x then y, Montgomery limbs, identity
+//! (0, 0)); the kernels return XYZZ accumulators, which become blstrs' Jacobian points here
+//! without an inversion.
+
+use crate::field::GpuField;
+use crate::gpu::Program;
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::Group;
+
+/// G1 or G2, with everything the MSM needs to run it on the GPU and on the CPU.
+pub trait GpuCurve: Send + Sync + 'static {
+    type Affine: PrimeCurveAffine<Curve = Self::Projective> + Copy + Send + Sync + 'static;
+    type Projective: group::Curve<AffineRepr = Self::Affine>
+        + Group<Scalar = Scalar>
+        + Copy
+        + Send
+        + Sync
+        + std::fmt::Debug
+        + 'static;
+    /// The coordinate field (Fq or Fq2).
+    type Base: GpuField + ff::Field;
+
+    const NAME: &'static str;
+    /// The MSM program built over this curve's coordinate field.
+    const MSM_PROGRAM: Program;
+
+    /// Bytes of one affine point on the GPU (two coordinates).
+    const AFFINE_BYTES: usize = 2 * std::mem::size_of::<Self::Base>();
+    /// Bytes of one XYZZ accumulator on the GPU (four coordinates).
+    const XYZZ_BYTES: usize = 4 * std::mem::size_of::<Self::Base>();
+
+    /// The points' bytes, ready to upload.
+    fn affine_bytes(points: &[Self::Affine]) -> &[u8];
+
+    /// The Jacobian point with these Jacobian coordinates.
+    fn from_jacobian(x: Self::Base, y: Self::Base, z: Self::Base) -> Self::Projective;
+
+    /// blstrs' CPU multi-exponentiation: the reference every GPU result is compared with.
+    fn multi_exp_cpu(bases: &[Self::Affine], scalars: &[Scalar]) -> Self::Projective;
+
+    /// The point an XYZZ accumulator (X, Y, ZZ, ZZZ; x = X/ZZ, y = Y/ZZZ; identity ZZ = 0)
+    /// read back from the GPU stands for.
+    fn from_xyzz(bytes: &[u8]) -> Self::Projective {
+        let c = Self::Base::from_bytes(bytes);
+        let (x, y, zz, zzz) = (c[0], c[1], c[2], c[3]);
+        if zz.is_zero_vartime() {
+            return Self::Projective::identity();
+        }
+        // Jacobian with Z = ZZ·ZZZ: x = X·ZZ·ZZZ² / Z², y = Y·ZZ³·ZZZ² / Z³.
+        let zzz2 = zzz.square();
+        let z = zz * zzz;
+        Self::from_jacobian(x * zz * zzz2, y * zz.square() * zz * zzz2, z)
+    }
+}
+
+// SAFETY (both impls): G1Affine / G2Affine are repr(transparent) over blst's affine points,
+// two coordinates of Fp / Fp2 with no padding.
+const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
+const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
+
+fn bytes_of<T>(values: &[T]) -> &[u8] {
+    // SAFETY: only called on the repr(transparent) affine types checked above, which are plain
+    // field limbs.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
+}
+
+pub struct G1;
+pub struct G2;
+
+impl GpuCurve for G1 {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    type Base = Fp;
+    const NAME: &'static str = "g1";
+    const MSM_PROGRAM: Program = Program::MsmG1;
+
+    fn affine_bytes(points: &[G1Affine]) -> &[u8] {
+        bytes_of(points)
+    }
+
+    fn from_jacobian(x: Fp, y: Fp, z: Fp) -> G1Projective {
+        G1Projective::from_raw_unchecked(x, y, z)
+    }
+
+    fn multi_exp_cpu(bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+        let points: Vec<G1Projective> = bases.iter().map(Into::into).collect();
+        G1Projective::multi_exp(&points, scalars)
+    }
+}
+
+impl GpuCurve for G2 {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    type Base = Fp2;
+    const NAME: &'static str = "g2";
+    const MSM_PROGRAM: Program = Program::MsmG2;
+
+    fn affine_bytes(points: &[G2Affine]) -> &[u8] {
+        bytes_of(points)
+    }
+
+    fn from_jacobian(x: Fp2, y: Fp2, z: Fp2) -> G2Projective {
+        G2Projective::from_raw_unchecked(x, y, z)
+    }
+
+    fn multi_exp_cpu(bases: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
+        let points: Vec<G2Projective> = bases.iter().map(Into::into).collect();
+        G2Projective::multi_exp(&points, scalars)
+    }
+}

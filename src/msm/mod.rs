@@ -1,0 +1,567 @@
+//! Multi-scalar multiplication Σ scalar_i · base_i on G1 and G2.
+//!
+//! The GPU path is Pippenger with signed digits computed on the GPU, a counting sort of
+//! (window, bucket) keys done in parallel, bucket accumulation over equal-sized segments of
+//! the sorted list (so skewed scalars cannot pile onto one thread), and a parallel bucket
+//! reduction; see `shaders/msm.wgsl`. Bases are uploaded once ([`ResidentBases`]) and serve
+//! any number of MSMs. Vectors over the binding limit run in chunks that share one bucket
+//! array. [`msm_cpu`] is the blstrs reference behind the same seam.
+
+pub mod plan;
+
+pub use plan::{MsmConfig, MsmPlan};
+
+use crate::curve::GpuCurve;
+use crate::error::{Error, Result};
+use crate::field::GpuField;
+use crate::gpu::{workgroup_grid, CompiledProgram, GpuContext, Program, WideMul};
+use blstrs::Scalar;
+use group::Group;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use wgpu::util::DeviceExt;
+
+const MSM_WORKGROUP: u32 = 64;
+const SCAN_BLOCK: u64 = 256;
+
+/// The CPU reference: blstrs' multi-exponentiation over the first `scalars.len()` bases.
+pub fn msm_cpu<C: GpuCurve>(bases: &[C::Affine], scalars: &[Scalar]) -> Result<C::Projective> {
+    check_lengths(bases.len(), scalars.len())?;
+    if scalars.is_empty() {
+        return Ok(C::Projective::identity());
+    }
+    Ok(C::multi_exp_cpu(&bases[..scalars.len()], scalars))
+}
+
+fn check_lengths(bases: usize, scalars: usize) -> Result<()> {
+    if scalars > bases {
+        return Err(Error::InvalidInput(format!(
+            "{scalars} scalars but only {bases} bases"
+        )));
+    }
+    Ok(())
+}
+
+/// Mirrors `MsmParams` in msm.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MsmParams {
+    count: u32,
+    window_bits: u32,
+    windows: u32,
+    buckets: u32,
+    segment: u32,
+    level: u32,
+    groups: u32,
+    _pad: u32,
+}
+
+/// Bases living on the device: one or more buffers, each within the binding limit.
+pub struct ResidentBases<C: GpuCurve> {
+    /// (buffer, points in it); every buffer but the last holds `per_buffer` points.
+    buffers: Vec<(wgpu::Buffer, usize)>,
+    per_buffer: usize,
+    len: usize,
+    _curve: PhantomData<C>,
+}
+
+impl<C: GpuCurve> ResidentBases<C> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// The MSM kernels of one curve on one device, with the device buffers of the last plan kept
+/// for the next call.
+pub struct MsmKernels<C: GpuCurve> {
+    gpu: GpuContext,
+    msm: Arc<CompiledProgram>,
+    scan: Arc<CompiledProgram>,
+    config: MsmConfig,
+    workspace: Mutex<Option<Workspace>>,
+    _curve: PhantomData<C>,
+}
+
+/// Device buffers sized for one plan.
+struct Workspace {
+    plan: MsmPlan,
+    scalars: wgpu::Buffer,
+    counts: wgpu::Buffer,
+    cursor: wgpu::Buffer,
+    sorted: wgpu::Buffer,
+    keys: [wgpu::Buffer; 2],
+    points: [wgpu::Buffer; 2],
+    buckets: wgpu::Buffer,
+    lengths: wgpu::Buffer,
+    sums: wgpu::Buffer,
+    /// Block totals of each scan level.
+    scan_sums: Vec<wgpu::Buffer>,
+    readback: wgpu::Buffer,
+}
+
+fn storage(gpu: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
+    gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(16).next_multiple_of(4),
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+/// The lengths of each scan level: the data, then block totals until one block remains.
+fn scan_levels(len: u64) -> Vec<u64> {
+    let mut levels = vec![len];
+    while *levels.last().expect("never empty") > SCAN_BLOCK {
+        let last = *levels.last().expect("never empty");
+        levels.push(last.div_ceil(SCAN_BLOCK));
+    }
+    levels
+}
+
+impl Workspace {
+    fn new<C: GpuCurve>(gpu: &GpuContext, plan: &MsmPlan) -> Self {
+        let xyzz = C::XYZZ_BYTES as u64;
+        let slots = plan.count_slots();
+        Workspace {
+            plan: plan.clone(),
+            scalars: storage(gpu, "msm scalars", plan.chunk as u64 * 32),
+            counts: storage(gpu, "msm counts", slots * 4),
+            cursor: storage(gpu, "msm cursor", slots * 4),
+            sorted: storage(gpu, "msm sorted", plan.max_entries() * 8),
+            keys: ["msm keys a", "msm keys b"].map(|l| storage(gpu, l, plan.max_partials() * 4)),
+            points: ["msm partials a", "msm partials b"]
+                .map(|l| storage(gpu, l, plan.max_partials() * xyzz)),
+            buckets: storage(
+                gpu,
+                "msm buckets",
+                plan.windows as u64 * plan.buckets as u64 * xyzz,
+            ),
+            lengths: storage(gpu, "msm lengths", 4 * (plan.level_bounds.len() as u64 + 1)),
+            sums: storage(
+                gpu,
+                "msm group sums",
+                (plan.windows * plan.groups) as u64 * xyzz,
+            ),
+            scan_sums: scan_levels(slots)
+                .iter()
+                .map(|&len| storage(gpu, "scan block sums", len.div_ceil(SCAN_BLOCK) * 4))
+                .collect(),
+            readback: gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("msm window sums"),
+                size: plan.windows as u64 * xyzz,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+        }
+    }
+}
+
+/// A buffer of uniform blocks, one per dispatch, read through dynamic offsets.
+struct UniformArray {
+    buffer: wgpu::Buffer,
+    stride: u64,
+}
+
+impl UniformArray {
+    fn new<T: bytemuck::Pod>(gpu: &GpuContext, blocks: &[T]) -> Self {
+        let stride = (gpu.limits.min_uniform_buffer_offset_alignment as u64)
+            .max(std::mem::size_of::<T>() as u64);
+        let mut bytes = vec![0u8; stride as usize * blocks.len().max(1)];
+        for (i, b) in blocks.iter().enumerate() {
+            let at = i * stride as usize;
+            bytes[at..at + std::mem::size_of::<T>()].copy_from_slice(bytemuck::bytes_of(b));
+        }
+        let buffer = gpu
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("dispatch parameters"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        UniformArray { buffer, stride }
+    }
+
+    fn binding(&self, size: usize) -> wgpu::BindingResource<'_> {
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.buffer,
+            offset: 0,
+            size: wgpu::BufferSize::new(size as u64),
+        })
+    }
+
+    fn offset(&self, index: usize) -> u32 {
+        (index as u64 * self.stride) as u32
+    }
+}
+
+impl<C: GpuCurve> MsmKernels<C> {
+    /// Compiles the MSM kernels of curve `C` for one wide-multiply path.
+    pub fn new(gpu: &GpuContext, wide_mul: WideMul, config: MsmConfig) -> Result<Self> {
+        let needed = Program::MsmG1.bindings().len() as u32;
+        if gpu.limits.max_storage_buffers_per_shader_stage < needed - 1 {
+            return Err(Error::Device(format!(
+                "{} allows {} storage buffers per shader stage; the MSM needs {}",
+                gpu.describe(),
+                gpu.limits.max_storage_buffers_per_shader_stage,
+                needed - 1
+            )));
+        }
+        let msm = gpu.compile(
+            C::MSM_PROGRAM,
+            wide_mul,
+            &[
+                "msm_count",
+                "msm_scatter",
+                "msm_accumulate",
+                "msm_reduce_groups",
+                "msm_sum_windows",
+            ],
+        )?;
+        let scan = gpu.compile(
+            Program::Scan,
+            WideMul::Portable,
+            &["scan_blocks", "scan_add_offsets"],
+        )?;
+        Ok(MsmKernels {
+            gpu: gpu.clone(),
+            msm: Arc::new(msm),
+            scan: Arc::new(scan),
+            config,
+            workspace: Mutex::new(None),
+            _curve: PhantomData,
+        })
+    }
+
+    /// The same compiled kernels under another configuration (no recompilation).
+    pub fn with_config(&self, config: MsmConfig) -> Self {
+        MsmKernels {
+            gpu: self.gpu.clone(),
+            msm: self.msm.clone(),
+            scan: self.scan.clone(),
+            config,
+            workspace: Mutex::new(None),
+            _curve: PhantomData,
+        }
+    }
+
+    pub fn wide_mul(&self) -> WideMul {
+        self.msm.wide_mul
+    }
+
+    /// Driver compile time of the MSM and scan programs.
+    pub fn compile_time(&self) -> std::time::Duration {
+        self.msm.compile_time + self.scan.compile_time
+    }
+
+    fn binding_limit(&self) -> u64 {
+        let device = self
+            .gpu
+            .limits
+            .max_storage_buffer_binding_size
+            .min(self.gpu.limits.max_buffer_size);
+        self.config
+            .max_binding_bytes
+            .map_or(device, |cap| cap.min(device))
+    }
+
+    /// The plan an MSM of `n` points would follow.
+    pub fn plan(&self, n: usize) -> Result<MsmPlan> {
+        MsmPlan::new(
+            n,
+            C::AFFINE_BYTES as u64,
+            C::XYZZ_BYTES as u64,
+            self.binding_limit(),
+            &self.config,
+        )
+    }
+
+    /// Uploads `bases` once; they stay on the device for any number of MSMs.
+    pub fn upload_bases(&self, bases: &[C::Affine]) -> Result<ResidentBases<C>> {
+        let limit = self.binding_limit();
+        let fit = limit / C::AFFINE_BYTES as u64;
+        if fit < plan::CHUNK_ALIGN && (bases.len() as u64) > fit {
+            return Err(Error::TooLarge {
+                what: "a buffer of 256 bases",
+                needed: plan::CHUNK_ALIGN * C::AFFINE_BYTES as u64,
+                limit,
+            });
+        }
+        let per_buffer = if bases.len() as u64 <= fit {
+            bases.len().max(1)
+        } else {
+            (fit - fit % plan::CHUNK_ALIGN) as usize
+        };
+        let buffers = bases
+            .chunks(per_buffer)
+            .map(|part| {
+                let buffer =
+                    self.gpu
+                        .device
+                        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                            label: Some("msm bases"),
+                            contents: C::affine_bytes(part),
+                            usage: wgpu::BufferUsages::STORAGE,
+                        });
+                (buffer, part.len())
+            })
+            .collect();
+        self.gpu.check_alive()?;
+        Ok(ResidentBases {
+            buffers,
+            per_buffer,
+            len: bases.len(),
+            _curve: PhantomData,
+        })
+    }
+
+    /// Uploads `bases` and runs one MSM: for one-off use; the prover keeps bases resident.
+    pub fn msm_once(&self, bases: &[C::Affine], scalars: &[Scalar]) -> Result<C::Projective> {
+        check_lengths(bases.len(), scalars.len())?;
+        let resident = self.upload_bases(&bases[..scalars.len()])?;
+        self.msm(&resident, scalars)
+    }
+
+    /// Σ scalars[i] · bases[i] over the first `scalars.len()` resident bases.
+    pub fn msm(&self, bases: &ResidentBases<C>, scalars: &[Scalar]) -> Result<C::Projective> {
+        check_lengths(bases.len(), scalars.len())?;
+        if scalars.is_empty() {
+            return Ok(C::Projective::identity());
+        }
+        let plan = self.plan(scalars.len())?;
+        let mut slot = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_ref().is_none_or(|w| w.plan != plan) {
+            *slot = None; // free the old buffers before allocating new ones
+            *slot = Some(Workspace::new::<C>(&self.gpu, &plan));
+        }
+        let ws = slot.as_ref().expect("just filled");
+        let window_sums = self.run(bases, scalars, &plan, ws)?;
+        Ok(combine_windows::<C>(&window_sums, plan.window_bits))
+    }
+
+    /// Records and submits every chunk, then the reduction; returns each window's sum.
+    fn run(
+        &self,
+        bases: &ResidentBases<C>,
+        scalars: &[Scalar],
+        plan: &MsmPlan,
+        ws: &Workspace,
+    ) -> Result<Vec<C::Projective>> {
+        let gpu = &self.gpu;
+        let xyzz = C::XYZZ_BYTES as u64;
+        // Chunks never straddle two base buffers.
+        let mut chunks = Vec::new(); // (buffer index, first point in buffer, first scalar, len)
+        let mut first = 0usize;
+        while first < scalars.len() {
+            let buffer = first / bases.per_buffer;
+            let in_buffer = first % bases.per_buffer;
+            let room = bases.buffers[buffer].1 - in_buffer;
+            let len = plan.chunk.min(room).min(scalars.len() - first);
+            chunks.push((buffer, in_buffer, first, len));
+            first += len;
+        }
+
+        let levels = plan.level_bounds.len();
+        let params_of = |count: usize, level: usize| MsmParams {
+            count: count as u32,
+            window_bits: plan.window_bits,
+            windows: plan.windows,
+            buckets: plan.buckets,
+            segment: plan.segment,
+            level: level as u32,
+            groups: plan.groups,
+            _pad: 0,
+        };
+        let mut blocks: Vec<MsmParams> = chunks
+            .iter()
+            .flat_map(|&(_, _, _, len)| (0..levels).map(move |l| params_of(len, l)))
+            .collect();
+        blocks.push(params_of(0, 0));
+        let params = UniformArray::new(gpu, &blocks);
+        let scan_lens = scan_levels(plan.count_slots());
+        let scan_params = UniformArray::new(
+            gpu,
+            &scan_lens
+                .iter()
+                .map(|&l| [l as u32, 0, 0, 0])
+                .collect::<Vec<_>>(),
+        );
+        let scan_groups: Vec<wgpu::BindGroup> = (0..scan_lens.len())
+            .map(|level| {
+                let data = if level == 0 {
+                    &ws.counts
+                } else {
+                    &ws.scan_sums[level - 1]
+                };
+                gpu.bind_group(
+                    &self.scan,
+                    &[
+                        scan_params.binding(16),
+                        data.as_entire_binding(),
+                        ws.scan_sums[level].as_entire_binding(),
+                    ],
+                )
+            })
+            .collect();
+
+        let grid = |threads: u64, size: u32| {
+            workgroup_grid(
+                threads,
+                size,
+                gpu.limits.max_compute_workgroups_per_dimension,
+            )
+        };
+        let bases_binding = |buffer: usize, at: usize, len: usize| {
+            wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &bases.buffers[buffer].0,
+                offset: (at * C::AFFINE_BYTES) as u64,
+                size: wgpu::BufferSize::new((len * C::AFFINE_BYTES) as u64),
+            })
+        };
+        // Ping-pong: even levels read list b and write list a, odd levels the reverse.
+        let msm_group = |bases: wgpu::BindingResource, parity: usize| {
+            let (inp, out) = (1 - parity, parity);
+            gpu.bind_group(
+                &self.msm,
+                &[
+                    params.binding(std::mem::size_of::<MsmParams>()),
+                    ws.scalars.as_entire_binding(),
+                    bases,
+                    ws.counts.as_entire_binding(),
+                    ws.cursor.as_entire_binding(),
+                    ws.sorted.as_entire_binding(),
+                    ws.keys[inp].as_entire_binding(),
+                    ws.points[inp].as_entire_binding(),
+                    ws.keys[out].as_entire_binding(),
+                    ws.points[out].as_entire_binding(),
+                    ws.buckets.as_entire_binding(),
+                    ws.lengths.as_entire_binding(),
+                    ws.sums.as_entire_binding(),
+                ],
+            )
+        };
+        let slots = plan.count_slots();
+
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        encoder.clear_buffer(&ws.buckets, 0, None);
+        for (c, &(buffer, at, first, len)) in chunks.iter().enumerate() {
+            gpu.queue.write_buffer(
+                &ws.scalars,
+                0,
+                Scalar::as_bytes(&scalars[first..first + len]),
+            );
+            let groups = [0, 1].map(|parity| msm_group(bases_binding(buffer, at, len), parity));
+            let base_params = params.offset(c * levels);
+            let point_grid = grid(len as u64, MSM_WORKGROUP);
+
+            encoder.clear_buffer(&ws.counts, 0, None);
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(self.msm.pipeline("msm_count")?);
+                pass.set_bind_group(0, &groups[0], &[base_params]);
+                pass.dispatch_workgroups(point_grid.0, point_grid.1, 1);
+                self.record_scan(&mut pass, &scan_lens, &scan_groups, &scan_params)?;
+            }
+            encoder.copy_buffer_to_buffer(&ws.counts, 0, &ws.cursor, 0, slots * 4);
+            encoder.copy_buffer_to_buffer(&ws.counts, (slots - 1) * 4, &ws.lengths, 0, 4);
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(self.msm.pipeline("msm_scatter")?);
+                pass.set_bind_group(0, &groups[0], &[base_params]);
+                pass.dispatch_workgroups(point_grid.0, point_grid.1, 1);
+                pass.set_pipeline(self.msm.pipeline("msm_accumulate")?);
+                for (level, &bound) in plan.level_bounds.iter().enumerate() {
+                    let (x, y) = grid(bound.div_ceil(plan.segment as u64), MSM_WORKGROUP);
+                    pass.set_bind_group(
+                        0,
+                        &groups[level % 2],
+                        &[params.offset(c * levels + level)],
+                    );
+                    pass.dispatch_workgroups(x, y, 1);
+                }
+            }
+            // The next chunk rewrites the scalars: submit this one first.
+            gpu.queue.submit([encoder.finish()]);
+            encoder = gpu.device.create_command_encoder(&Default::default());
+        }
+
+        let (buffer, at, _, len) = chunks[0];
+        let group = msm_group(bases_binding(buffer, at, len), 0);
+        let last_params = params.offset(blocks.len() - 1);
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_bind_group(0, &group, &[last_params]);
+            pass.set_pipeline(self.msm.pipeline("msm_reduce_groups")?);
+            let (x, y) = grid((plan.windows * plan.groups) as u64, MSM_WORKGROUP);
+            pass.dispatch_workgroups(x, y, 1);
+            pass.set_pipeline(self.msm.pipeline("msm_sum_windows")?);
+            let (x, y) = grid(plan.windows as u64, MSM_WORKGROUP);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        for w in 0..plan.windows as u64 {
+            let from = w * plan.buckets as u64 * xyzz;
+            encoder.copy_buffer_to_buffer(&ws.buckets, from, &ws.readback, w * xyzz, xyzz);
+        }
+        let submission = gpu.queue.submit([encoder.finish()]);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        ws.readback
+            .slice(..)
+            .map_async(wgpu::MapMode::Read, move |r| drop(sender.send(r)));
+        gpu.wait_for(submission)?;
+        receiver
+            .recv()
+            .map_err(|e| Error::device("MSM read-back never completed", e))?
+            .map_err(|e| Error::device("mapping the MSM window sums", e))?;
+        let sums = {
+            let view = ws
+                .readback
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| Error::device("reading the MSM window sums", e))?;
+            view.chunks(xyzz as usize).map(C::from_xyzz).collect()
+        };
+        ws.readback.unmap();
+        Ok(sums)
+    }
+
+    /// Exclusive scan of the counts in place, level by level (see scan.wgsl).
+    fn record_scan(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        lens: &[u64],
+        groups: &[wgpu::BindGroup],
+        params: &UniformArray,
+    ) -> Result<()> {
+        let max = self.gpu.limits.max_compute_workgroups_per_dimension;
+        pass.set_pipeline(self.scan.pipeline("scan_blocks")?);
+        for (level, &len) in lens.iter().enumerate() {
+            let (x, y) = workgroup_grid(len, SCAN_BLOCK as u32, max);
+            pass.set_bind_group(0, &groups[level], &[params.offset(level)]);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        pass.set_pipeline(self.scan.pipeline("scan_add_offsets")?);
+        for (level, &len) in lens.iter().enumerate().rev().skip(1) {
+            let (x, y) = workgroup_grid(len, SCAN_BLOCK as u32, max);
+            pass.set_bind_group(0, &groups[level], &[params.offset(level)]);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        Ok(())
+    }
+}
+
+/// Σ_w 2^(c·w) · window_sums[w], by Horner's rule from the top window.
+fn combine_windows<C: GpuCurve>(window_sums: &[C::Projective], window_bits: u32) -> C::Projective {
+    let mut acc = C::Projective::identity();
+    for sum in window_sums.iter().rev() {
+        for _ in 0..window_bits {
+            acc = acc.double();
+        }
+        acc += sum;
+    }
+    acc
+}

@@ -1,0 +1,221 @@
+//! How one MSM is cut up: window size, chunk size under the binding limit, accumulation levels,
+//! reduction groups. Pure arithmetic, tested without a GPU.
+
+use crate::error::{Error, Result};
+
+/// Knobs of the MSM; the defaults suit real devices.
+#[derive(Clone, Debug)]
+pub struct MsmConfig {
+    /// Cap on any one buffer binding, below the device's own limit. Tests lower it so the
+    /// chunked path runs at small n on lavapipe.
+    pub max_binding_bytes: Option<u64>,
+    /// Sorted entries per accumulation thread: smaller means more parallel and more levels.
+    pub segment: u32,
+    /// Force the window size in bits (4..=18); `None` picks it from n.
+    pub window_bits: Option<u32>,
+}
+
+impl Default for MsmConfig {
+    fn default() -> Self {
+        MsmConfig {
+            max_binding_bytes: None,
+            segment: 32,
+            window_bits: None,
+        }
+    }
+}
+
+/// Chunks start on multiples of this many points, so every binding offset is aligned
+/// (256 points of 32, 96 or 192 bytes are multiples of 256 bytes).
+pub const CHUNK_ALIGN: u64 = 256;
+
+/// Target number of reduction threads (windows × groups) on a device.
+const REDUCTION_THREADS: u32 = 16384;
+
+/// llvmpipe stops shader loops after 65535 iterations. The reduction loop makes two
+/// iterations per bucket plus two per bit of the group offset, so groups stay below this.
+const MAX_BUCKETS_PER_GROUP: u32 = 32000;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MsmPlan {
+    pub n: usize,
+    pub window_bits: u32,
+    pub windows: u32,
+    /// Buckets per window, 2^(c-1) + 1 (index 0 unused by digits).
+    pub buckets: u32,
+    pub segment: u32,
+    /// Bucket groups per window in the reduction.
+    pub groups: u32,
+    /// Points per chunk (a multiple of [`CHUNK_ALIGN`] unless it is all of n).
+    pub chunk: usize,
+    /// Upper bound on each accumulation level's list length; the last fits one segment.
+    pub level_bounds: Vec<u64>,
+}
+
+/// Bytes of the per-chunk buffers that grow with the chunk, per point.
+fn bytes_per_point(windows: u32, segment: u32, affine: u64, xyzz: u64) -> [u64; 4] {
+    let entries = windows as u64;
+    [
+        32,                                                // scalars
+        affine,                                            // bases
+        8 * entries,                                       // sorted (key, base)
+        (2 * entries).div_ceil(segment as u64) * xyzz + 1, // level-1 partials
+    ]
+}
+
+impl MsmPlan {
+    /// Plans an MSM of `n` points with `affine_bytes`/`xyzz_bytes` per point, within
+    /// `binding_limit` bytes per buffer binding.
+    pub fn new(
+        n: usize,
+        affine_bytes: u64,
+        xyzz_bytes: u64,
+        binding_limit: u64,
+        config: &MsmConfig,
+    ) -> Result<Self> {
+        let segment = config.segment.clamp(2, 1024);
+        let candidates: Vec<u32> = match config.window_bits {
+            Some(c) if (4..=18).contains(&c) => vec![c],
+            Some(c) => {
+                return Err(Error::InvalidInput(format!(
+                    "window size {c} bits is outside 4..=18"
+                )))
+            }
+            None => (4..=18).collect(),
+        };
+        let windows_of = |c: u32| 256u32.div_ceil(c);
+        let buckets_of = |c: u32| (1u32 << (c - 1)) + 1;
+        // Accumulation touches every (point, window); the reduction every bucket twice.
+        let cost = |c: u32| windows_of(c) as u64 * (n as u64 + 2 * buckets_of(c) as u64);
+        let window_bits = candidates
+            .into_iter()
+            .filter(|&c| windows_of(c) as u64 * buckets_of(c) as u64 * xyzz_bytes <= binding_limit)
+            .min_by_key(|&c| (cost(c), c))
+            .ok_or(Error::TooLarge {
+                what: "the MSM bucket array at the smallest window",
+                needed: windows_of(4) as u64 * buckets_of(4) as u64 * xyzz_bytes,
+                limit: binding_limit,
+            })?;
+        let windows = windows_of(window_bits);
+        let buckets = buckets_of(window_bits);
+
+        let per_point = bytes_per_point(windows, segment, affine_bytes, xyzz_bytes);
+        let widest = per_point.into_iter().max().unwrap_or(1);
+        let fit = binding_limit / widest;
+        let chunk = if fit >= n as u64 {
+            n
+        } else if fit >= CHUNK_ALIGN {
+            (fit - fit % CHUNK_ALIGN) as usize
+        } else {
+            return Err(Error::TooLarge {
+                what: "an MSM chunk of 256 points",
+                needed: CHUNK_ALIGN * widest,
+                limit: binding_limit,
+            });
+        };
+
+        let buckets_in_groups = buckets - 1;
+        let min_groups = buckets_in_groups.div_ceil(MAX_BUCKETS_PER_GROUP).max(1);
+        let groups = (REDUCTION_THREADS / windows)
+            .clamp(min_groups, buckets_in_groups.max(1))
+            .max(1);
+
+        let mut level_bounds = vec![chunk as u64 * windows as u64];
+        while *level_bounds.last().expect("never empty") > segment as u64 {
+            let last = *level_bounds.last().expect("never empty");
+            level_bounds.push(2 * last.div_ceil(segment as u64));
+        }
+        Ok(MsmPlan {
+            n,
+            window_bits,
+            windows,
+            buckets,
+            segment,
+            groups,
+            chunk: chunk.max(1),
+            level_bounds,
+        })
+    }
+
+    /// Entries the sorted list of one chunk can hold.
+    pub fn max_entries(&self) -> u64 {
+        self.chunk as u64 * self.windows as u64
+    }
+
+    /// Length of the largest partial list (level 1).
+    pub fn max_partials(&self) -> u64 {
+        self.level_bounds.get(1).copied().unwrap_or(2)
+    }
+
+    /// All (window, bucket) keys plus the total slot the scan fills.
+    pub fn count_slots(&self) -> u64 {
+        self.windows as u64 * self.buckets as u64 + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn windows_cover_256_bits_so_signed_digits_never_carry_out() {
+        for log_n in [0, 4, 10, 16, 20, 24] {
+            let plan = MsmPlan::new(1 << log_n, 96, 192, 2 * GIB, &MsmConfig::default()).unwrap();
+            assert!(plan.windows * plan.window_bits >= 256, "{plan:?}");
+        }
+    }
+
+    #[test]
+    fn larger_inputs_get_wider_windows() {
+        let c = |n| {
+            MsmPlan::new(n, 96, 192, 2 * GIB, &MsmConfig::default())
+                .unwrap()
+                .window_bits
+        };
+        assert!(c(1 << 10) < c(1 << 16) && c(1 << 16) <= c(1 << 22));
+    }
+
+    #[test]
+    fn a_small_binding_limit_gives_aligned_chunks_that_fit() {
+        let config = MsmConfig::default();
+        let limit = 256 * 1024;
+        let plan = MsmPlan::new(10_000, 96, 192, limit, &config).unwrap();
+        assert!(
+            plan.chunk < 10_000 && (plan.chunk as u64).is_multiple_of(CHUNK_ALIGN),
+            "{plan:?}"
+        );
+        assert!(plan.max_entries() * 8 <= limit);
+        assert!(plan.max_partials() * 192 <= limit);
+        assert!(plan.windows as u64 * plan.buckets as u64 * 192 <= limit);
+    }
+
+    #[test]
+    fn accumulation_levels_end_in_one_segment() {
+        let plan = MsmPlan::new(1 << 20, 96, 192, 2 * GIB, &MsmConfig::default()).unwrap();
+        assert!(*plan.level_bounds.last().unwrap() <= plan.segment as u64);
+        assert!(plan.level_bounds.windows(2).all(|w| w[1] < w[0]));
+    }
+
+    #[test]
+    fn reduction_loops_stay_under_llvmpipes_loop_cap() {
+        for c in 4..=18 {
+            let config = MsmConfig {
+                window_bits: Some(c),
+                ..Default::default()
+            };
+            let plan = MsmPlan::new(1 << 12, 96, 192, 2 * GIB, &config).unwrap();
+            assert!(
+                (plan.buckets - 1).div_ceil(plan.groups) <= MAX_BUCKETS_PER_GROUP,
+                "{plan:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_limit_too_small_for_one_chunk_is_an_error() {
+        let err = MsmPlan::new(1000, 96, 192, 4096, &MsmConfig::default()).unwrap_err();
+        assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+    }
+}

@@ -1,0 +1,241 @@
+//! GPU MSM equals blstrs' multi_exp on G1 and G2, on both wide-multiply paths, for the inputs
+//! that break bucket methods: tiny n, zero/one/r-1 scalars, one hot bucket, repeated bases,
+//! the identity among bases, Filecoin-like 0/1-heavy witnesses, and the chunked path.
+
+mod common;
+
+use blstrs::Scalar;
+use common::msm_kernels;
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use wgpu_groth16::curve::{GpuCurve, G1, G2};
+use wgpu_groth16::gpu::WideMul;
+use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
+
+/// `n` distinct bases P + i·Q, cheap to make.
+fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let step = C::Projective::random(&mut rng);
+    let mut p = C::Projective::random(&mut rng);
+    let projective: Vec<C::Projective> = (0..n)
+        .map(|_| {
+            p += step;
+            p
+        })
+        .collect();
+    let mut affine = vec![C::Affine::identity(); n];
+    C::Projective::batch_normalize(&projective, &mut affine);
+    affine
+}
+
+fn random_scalars(seed: u64, n: usize) -> Vec<Scalar> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n).map(|_| Scalar::random(&mut rng)).collect()
+}
+
+/// 90% zeros and ones, the rest full-width: the shape of a Filecoin witness.
+fn filecoin_like_scalars(seed: u64, n: usize) -> Vec<Scalar> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| match rng.next_u32() % 10 {
+            0..=4 => Scalar::ZERO,
+            5..=8 => Scalar::ONE,
+            _ => Scalar::random(&mut rng),
+        })
+        .collect()
+}
+
+fn assert_msm<C: GpuCurve>(
+    kernels: &MsmKernels<C>,
+    bases: &[C::Affine],
+    scalars: &[Scalar],
+    what: &str,
+) {
+    let gpu = kernels.msm_once(bases, scalars).expect("GPU MSM runs");
+    let cpu = msm_cpu::<C>(bases, scalars).unwrap();
+    assert_eq!(
+        gpu,
+        cpu,
+        "{} {what} (n = {}, {} path)",
+        C::NAME,
+        scalars.len(),
+        kernels.wide_mul()
+    );
+}
+
+fn sizes_equal_blstrs<C: GpuCurve>(wide: WideMul, sizes: &[usize]) {
+    let Some(kernels) = msm_kernels::<C>(wide) else {
+        return;
+    };
+    let largest = *sizes.iter().max().unwrap();
+    let b = bases::<C>(1, largest);
+    let s = random_scalars(2, largest);
+    for &n in sizes {
+        assert_msm(kernels, &b[..n], &s[..n], "random scalars");
+    }
+}
+
+fn special_scalars_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
+    let Some(kernels) = msm_kernels::<C>(wide) else {
+        return;
+    };
+    let b = bases::<C>(3, n);
+    let minus_one = -Scalar::ONE;
+    let cases: Vec<(&str, Vec<Scalar>)> = vec![
+        ("all-zero scalars", vec![Scalar::ZERO; n]),
+        ("all-one scalars", vec![Scalar::ONE; n]),
+        ("all r-1 scalars", vec![minus_one; n]),
+        (
+            "one random scalar for every point (one hot bucket per window)",
+            vec![random_scalars(4, 1)[0]; n],
+        ),
+        (
+            "small scalars 0..n",
+            (0..n as u64).map(Scalar::from).collect(),
+        ),
+        (
+            "Filecoin-like 0/1-heavy witness",
+            filecoin_like_scalars(5, n),
+        ),
+    ];
+    for (what, scalars) in cases {
+        assert_msm(kernels, &b, &scalars, what);
+    }
+}
+
+fn degenerate_bases_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
+    let Some(kernels) = msm_kernels::<C>(wide) else {
+        return;
+    };
+    let mut b = bases::<C>(6, n);
+    let s = random_scalars(7, n);
+    // Repeated bases: equal points meet in buckets and must double, not cancel.
+    let repeated = vec![b[0]; n];
+    assert_msm(
+        kernels,
+        &repeated,
+        &vec![Scalar::ONE; n],
+        "one base repeated, scalar one",
+    );
+    assert_msm(kernels, &repeated, &s, "one base repeated, random scalars");
+    // A base and its negation with equal scalars cancel in a bucket.
+    let mut pairs = b.clone();
+    for i in (1..n).step_by(2) {
+        pairs[i] = (-pairs[i - 1].to_curve()).to_affine();
+    }
+    assert_msm(
+        kernels,
+        &pairs,
+        &vec![Scalar::from(5u64); n],
+        "bases cancelling in pairs",
+    );
+    // The identity among the bases.
+    for i in (0..n).step_by(7) {
+        b[i] = C::Affine::identity();
+    }
+    assert_msm(kernels, &b, &s, "identity among bases");
+}
+
+fn chunked_path_equals_blstrs<C: GpuCurve>(wide: WideMul, n: usize, limit: u64) {
+    let Some(kernels) = msm_kernels::<C>(wide) else {
+        return;
+    };
+    let config = MsmConfig {
+        max_binding_bytes: Some(limit),
+        ..Default::default()
+    };
+    let chunked = kernels.with_config(config);
+    let plan = chunked.plan(n).unwrap();
+    assert!(plan.chunk < n, "the limit should force chunks: {plan:?}");
+    let b = bases::<C>(8, n);
+    // Several base buffers too: resident bases split at the limit.
+    let resident = chunked.upload_bases(&b).unwrap();
+    for (what, s) in [
+        ("random", random_scalars(9, n)),
+        ("Filecoin-like", filecoin_like_scalars(10, n)),
+    ] {
+        let gpu = chunked.msm(&resident, &s).unwrap();
+        assert_eq!(
+            gpu,
+            msm_cpu::<C>(&b, &s).unwrap(),
+            "{} chunked, {what}",
+            C::NAME
+        );
+    }
+}
+
+#[test]
+fn msm_g1_equals_blstrs_for_sizes_up_to_4096_portable() {
+    sizes_equal_blstrs::<G1>(WideMul::Portable, &[0, 1, 2, 3, 5, 64, 100, 1000, 4096]);
+}
+
+#[test]
+fn msm_g1_equals_blstrs_for_sizes_up_to_4096_int64() {
+    sizes_equal_blstrs::<G1>(WideMul::Int64, &[0, 1, 2, 3, 5, 64, 100, 1000, 4096]);
+}
+
+#[test]
+fn msm_g1_equals_blstrs_for_special_scalars_portable() {
+    special_scalars_equal_blstrs::<G1>(WideMul::Portable, 700);
+}
+
+#[test]
+fn msm_g1_equals_blstrs_for_special_scalars_int64() {
+    special_scalars_equal_blstrs::<G1>(WideMul::Int64, 700);
+}
+
+#[test]
+fn msm_g1_equals_blstrs_for_degenerate_bases_portable() {
+    degenerate_bases_equal_blstrs::<G1>(WideMul::Portable, 300);
+}
+
+#[test]
+fn msm_g1_equals_blstrs_for_degenerate_bases_int64() {
+    degenerate_bases_equal_blstrs::<G1>(WideMul::Int64, 300);
+}
+
+#[test]
+fn msm_g1_chunked_path_equals_blstrs() {
+    chunked_path_equals_blstrs::<G1>(WideMul::Int64, 1500, 256 * 1024);
+}
+
+#[test]
+fn msm_g2_equals_blstrs_for_sizes_portable() {
+    sizes_equal_blstrs::<G2>(WideMul::Portable, &[0, 1, 2, 3, 100, 500]);
+}
+
+#[test]
+fn msm_g2_equals_blstrs_for_sizes_int64() {
+    sizes_equal_blstrs::<G2>(WideMul::Int64, &[0, 1, 2, 3, 100, 500]);
+}
+
+#[test]
+fn msm_g2_equals_blstrs_for_special_scalars_int64() {
+    special_scalars_equal_blstrs::<G2>(WideMul::Int64, 200);
+}
+
+#[test]
+fn msm_g2_equals_blstrs_for_degenerate_bases_portable() {
+    degenerate_bases_equal_blstrs::<G2>(WideMul::Portable, 100);
+}
+
+#[test]
+fn msm_g2_chunked_path_equals_blstrs() {
+    chunked_path_equals_blstrs::<G2>(WideMul::Portable, 700, 512 * 1024);
+}
+
+#[test]
+fn more_scalars_than_bases_is_refused() {
+    let Some(kernels) = msm_kernels::<G1>(WideMul::Portable) else {
+        return;
+    };
+    let b = bases::<G1>(11, 2);
+    let err = kernels.msm_once(&b, &random_scalars(12, 3)).unwrap_err();
+    assert!(
+        err.to_string().contains("3 scalars but only 2 bases"),
+        "{err}"
+    );
+}
