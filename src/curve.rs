@@ -9,7 +9,7 @@ use crate::gpu::Program;
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
-use group::Group;
+use group::{Curve, Group};
 
 /// G1 or G2, with everything the MSM needs to run it on the GPU and on the CPU.
 pub trait GpuCurve: Send + Sync + 'static {
@@ -66,6 +66,29 @@ fn bytes_of<T>(values: &[T]) -> &[u8] {
     // SAFETY: only called on the repr(transparent) affine types checked above, which are plain
     // field limbs.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
+}
+
+/// `n` distinct points P + i·Q for seeded random P, Q: inputs for tests and benchmarks,
+/// made in parallel without a scalar multiplication per point.
+pub fn sample_bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
+    use rand_chacha::rand_core::SeedableRng;
+    use rayon::prelude::*;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let p = C::Projective::random(&mut rng);
+    let q = C::Projective::random(&mut rng);
+    const RUN: usize = 1 << 12;
+    let mut out = vec![C::Affine::identity(); n];
+    out.par_chunks_mut(RUN).enumerate().for_each(|(k, part)| {
+        let mut point = p + q * Scalar::from((k * RUN) as u64);
+        let projective: Vec<C::Projective> = (0..part.len())
+            .map(|_| {
+                point += q;
+                point
+            })
+            .collect();
+        C::Projective::batch_normalize(&projective, part);
+    });
+    out
 }
 
 pub struct G1;

@@ -8,44 +8,22 @@ use blstrs::Scalar;
 use common::msm_kernels;
 use ff::Field;
 use group::prime::PrimeCurveAffine;
-use group::{Curve, Group};
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use wgpu_groth16::curve::{GpuCurve, G1, G2};
+use group::Curve;
+use wgpu_groth16::curve::{sample_bases, GpuCurve, G1, G2};
 use wgpu_groth16::gpu::WideMul;
-use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
+use wgpu_groth16::msm::{msm_cpu, sample_scalars, MsmConfig, MsmKernels};
 
-/// `n` distinct bases P + i·Q, cheap to make.
 fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let step = C::Projective::random(&mut rng);
-    let mut p = C::Projective::random(&mut rng);
-    let projective: Vec<C::Projective> = (0..n)
-        .map(|_| {
-            p += step;
-            p
-        })
-        .collect();
-    let mut affine = vec![C::Affine::identity(); n];
-    C::Projective::batch_normalize(&projective, &mut affine);
-    affine
+    sample_bases::<C>(seed, n)
 }
 
 fn random_scalars(seed: u64, n: usize) -> Vec<Scalar> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..n).map(|_| Scalar::random(&mut rng)).collect()
+    sample_scalars(seed, n, false)
 }
 
 /// 90% zeros and ones, the rest full-width: the shape of a Filecoin witness.
 fn filecoin_like_scalars(seed: u64, n: usize) -> Vec<Scalar> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..n)
-        .map(|_| match rng.next_u32() % 10 {
-            0..=4 => Scalar::ZERO,
-            5..=8 => Scalar::ONE,
-            _ => Scalar::random(&mut rng),
-        })
-        .collect()
+    sample_scalars(seed, n, true)
 }
 
 fn assert_msm<C: GpuCurve>(

@@ -1,9 +1,12 @@
 //! `wgpu-groth16 bench ...`: measurements, printed as tables for BENCHMARKS.md.
 
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use wgpu_groth16::curve::{sample_bases, GpuCurve};
 use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
-use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
-use wgpu_groth16::Result;
+use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
+use wgpu_groth16::msm::{msm_cpu, sample_scalars, MsmConfig, MsmKernels};
+use wgpu_groth16::{Error, Result};
 
 fn rate(x: f64) -> String {
     if x >= 1e9 {
@@ -52,4 +55,95 @@ pub fn field(selector: &AdapterSelector, threads: Option<u32>) -> Result<ExitCod
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+pub struct MsmOptions {
+    pub log_n: Vec<u32>,
+    pub skewed: bool,
+    pub check: bool,
+    pub runs: u32,
+    pub path: Option<String>,
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Result<ExitCode> {
+    let gpu = GpuContext::new(selector)?;
+    let wide = match options.path.as_deref() {
+        None => gpu.preferred_wide_mul(),
+        Some("portable") => WideMul::Portable,
+        Some("int64") => WideMul::Int64,
+        Some(other) => {
+            return Err(Error::InvalidInput(format!(
+                "--path {other:?}: expected portable or int64"
+            )))
+        }
+    };
+    let start = Instant::now();
+    let kernels = MsmKernels::<C>::new(&gpu, wide, MsmConfig::default())?;
+    println!(
+        "adapter: {} (driver {} {}); {} MSM, {wide} path; pipelines built in {} (driver compile {}); CPU: blstrs on {} threads",
+        gpu.describe(),
+        gpu.info.driver,
+        gpu.info.driver_info,
+        C::NAME,
+        ms(start.elapsed()),
+        ms(kernels.compile_time()),
+        rayon::current_num_threads()
+    );
+    println!("| curve | n | scalars | window | chunks | GPU (best of {}) | upload | blstrs CPU | speed-up | equal |", options.runs);
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut all_equal = true;
+    for &log_n in &options.log_n {
+        let n = 1usize << log_n;
+        let bases = sample_bases::<C>(log_n as u64, n);
+        let scalars = sample_scalars(log_n as u64 + 1, n, options.skewed);
+        let plan = kernels.plan(n)?;
+        let t = Instant::now();
+        let resident = kernels.upload_bases(&bases)?;
+        let upload = t.elapsed();
+        let result = kernels.msm(&resident, &scalars)?; // warm-up: allocates the workspace
+        let mut best = Duration::MAX;
+        for _ in 0..options.runs.max(1) {
+            let t = Instant::now();
+            let again = kernels.msm(&resident, &scalars)?;
+            best = best.min(t.elapsed());
+            if again != result {
+                return Err(Error::WrongResult(format!(
+                    "2^{log_n}: two GPU runs disagree"
+                )));
+            }
+        }
+        let (cpu, equal) = if options.check {
+            let t = Instant::now();
+            let expected = msm_cpu::<C>(&bases, &scalars)?;
+            let cpu = t.elapsed();
+            (Some(cpu), Some(expected == result))
+        } else {
+            (None, None)
+        };
+        all_equal &= equal != Some(false);
+        println!(
+            "| {} | 2^{log_n} | {} | {} bits | {} | {} | {} | {} | {} | {} |",
+            C::NAME,
+            if options.skewed { "skewed" } else { "uniform" },
+            plan.window_bits,
+            n.div_ceil(plan.chunk),
+            ms(best),
+            ms(upload),
+            cpu.map_or("-".into(), ms),
+            cpu.map_or("-".into(), |c| format!(
+                "{:.1}x",
+                c.as_secs_f64() / best.as_secs_f64()
+            )),
+            equal.map_or("-", |e| if e { "yes" } else { "NO" })
+        );
+    }
+    Ok(if all_equal {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

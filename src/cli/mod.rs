@@ -6,9 +6,10 @@ mod info;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+use wgpu_groth16::curve::{G1, G2};
 use wgpu_groth16::gpu::context::{parse_backends, parse_power};
 use wgpu_groth16::gpu::AdapterSelector;
-use wgpu_groth16::Result;
+use wgpu_groth16::{Error, Result};
 
 #[derive(Parser)]
 #[command(
@@ -57,6 +58,27 @@ enum BenchCommand {
         #[arg(long)]
         threads: Option<u32>,
     },
+    /// GPU multi-scalar multiplication beside blstrs' multi_exp on this machine's cores.
+    Msm {
+        /// `g1` or `g2`.
+        #[arg(long, default_value = "g1")]
+        curve: String,
+        /// log2 of the number of points; a comma list runs several sizes.
+        #[arg(long, value_delimiter = ',', default_value = "16")]
+        log_n: Vec<u32>,
+        /// Filecoin-like scalars (half zeros, 40% ones) instead of uniform ones.
+        #[arg(long)]
+        skewed: bool,
+        /// Skip the blstrs run (and so the check and the CPU column).
+        #[arg(long)]
+        no_check: bool,
+        /// Timed GPU runs per size, after one warm-up; the fastest counts.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+        /// Wide-multiply path (`portable` or `int64`); default: the adapter's fastest.
+        #[arg(long)]
+        path: Option<String>,
+    },
 }
 
 impl Cli {
@@ -84,5 +106,28 @@ pub fn run() -> Result<ExitCode> {
         Command::Info => info::run(&selector),
         Command::Demo { random, seed } => demo::run(&selector, random, seed),
         Command::Bench(BenchCommand::Field { threads }) => bench::field(&selector, threads),
+        Command::Bench(BenchCommand::Msm {
+            curve,
+            log_n,
+            skewed,
+            no_check,
+            runs,
+            path,
+        }) => {
+            let options = bench::MsmOptions {
+                log_n,
+                skewed,
+                check: !no_check,
+                runs,
+                path,
+            };
+            match curve.as_str() {
+                "g1" => bench::msm::<G1>(&selector, &options),
+                "g2" => bench::msm::<G2>(&selector, &options),
+                other => Err(Error::InvalidInput(format!(
+                    "--curve {other:?}: expected g1 or g2"
+                ))),
+            }
+        }
     }
 }
