@@ -10,8 +10,9 @@
 //    witnesses) is summed by many threads. A run of equal keys that lies inside one segment
 //    is added to its bucket; a run crossing a segment edge leaves a partial sum, and the
 //    partials (two slots per segment, still sorted) form the next level's list.
-// 5. msm_reduce_groups + msm_sum_windows: per window, sum_b b * bucket[b] by running sums
-//    over groups of buckets, in parallel; the host combines the windows.
+// 5. msm_reduce_groups + msm_sum_pairs: per window, sum_b b * bucket[b] by running sums
+//    over groups of buckets, in parallel, then a pairwise tree over the groups; the host
+//    combines the windows.
 
 struct MsmParams {
     // Points in this chunk.
@@ -22,7 +23,8 @@ struct MsmParams {
     buckets: u32,
     // Entries per accumulation segment.
     segment: u32,
-    // Accumulation level: 0 reads the sorted bases, later levels the partials.
+    // Accumulation level: 0 reads the sorted bases, later levels the partials. In
+    // msm_sum_pairs: the tree stride.
     level: u32,
     // Bucket groups per window in the reduction.
     groups: u32,
@@ -140,8 +142,12 @@ fn msm_accumulate(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wor
     var run_key = entry_key(start);
     var run_start = start;
     var acc = xyzz_identity();
-    var first = xyzz_identity();
-    var last = xyzz_identity();
+    // The segment's two partial slots; a run crossing an edge overwrites one. Written to
+    // memory at once rather than kept in registers, which the point sums need.
+    keys_out[2u * seg] = run_key;
+    points_out[2u * seg] = xyzz_identity();
+    keys_out[2u * seg + 1u] = entry_key(end - 1u);
+    points_out[2u * seg + 1u] = xyzz_identity();
     loop {
         let done = i == end;
         var key = NO_KEY;
@@ -164,9 +170,9 @@ fn msm_accumulate(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wor
                 rhs = acc;
                 to_bucket = true;
             } else if (run_start == start) {
-                first = acc;
+                points_out[2u * seg] = acc;
             } else {
-                last = acc;
+                points_out[2u * seg + 1u] = acc;
             }
             acc = xyzz_identity();
             run_key = key;
@@ -182,10 +188,6 @@ fn msm_accumulate(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wor
         }
         if (done) { break; }
     }
-    keys_out[2u * seg] = entry_key(start);
-    points_out[2u * seg] = first;
-    keys_out[2u * seg + 1u] = entry_key(end - 1u);
-    points_out[2u * seg + 1u] = last;
 }
 
 // sum_{b in group} b * bucket[b] for one group of one window. Running sums from the top give
@@ -255,15 +257,17 @@ fn msm_reduce_groups(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_
     sums[t] = acc;
 }
 
-// One thread per window: the window's group sums into bucket slot 0 of that window, which
-// the digits never use.
+// One step of a pairwise tree over each window's group sums: with stride s (params.level),
+// sums[2js] += sums[2js + s]. After log2(groups) steps sums[w * groups] holds window w.
 @compute @workgroup_size(64)
-fn msm_sum_windows(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let w = thread_index(id, groups);
-    if (w >= params.windows) { return; }
-    var acc = xyzz_identity();
-    for (var g = 0u; g < params.groups; g++) {
-        acc = xyzz_add(acc, sums[w * params.groups + g], false);
-    }
-    buckets[w * params.buckets] = acc;
+fn msm_sum_pairs(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let t = thread_index(id, groups);
+    let stride = params.level;
+    let pairs = (params.groups + 2u * stride - 1u) / (2u * stride);
+    if (t >= params.windows * pairs) { return; }
+    let w = t / pairs;
+    let left = (t % pairs) * 2u * stride;
+    if (left + stride >= params.groups) { return; }
+    let at = w * params.groups + left;
+    sums[at] = xyzz_add(sums[at], sums[at + stride], false);
 }

@@ -63,6 +63,7 @@ pub struct MsmOptions {
     pub check: bool,
     pub runs: u32,
     pub path: Option<String>,
+    pub profile: bool,
 }
 
 fn ms(d: Duration) -> String {
@@ -82,7 +83,11 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
         }
     };
     let start = Instant::now();
-    let kernels = MsmKernels::<C>::new(&gpu, wide, MsmConfig::default())?;
+    let config = MsmConfig {
+        profile: options.profile,
+        ..Default::default()
+    };
+    let kernels = MsmKernels::<C>::new(&gpu, wide, config)?;
     println!(
         "adapter: {} (driver {} {}); {} MSM, {wide} path; pipelines built in {} (driver compile {}); CPU: blstrs on {} threads",
         gpu.describe(),
@@ -140,6 +145,14 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
             )),
             equal.map_or("-", |e| if e { "yes" } else { "NO" })
         );
+        let profile = kernels.last_profile();
+        if !profile.is_empty() {
+            let parts: Vec<String> = profile
+                .iter()
+                .map(|(label, ms)| format!("{label} {ms:.2} ms"))
+                .collect();
+            println!("|   | GPU passes: {} | | | | | | | | |", parts.join(", "));
+        }
     }
     Ok(if all_equal {
         ExitCode::SUCCESS

@@ -78,6 +78,9 @@ enum BenchCommand {
         /// Wide-multiply path (`portable` or `int64`); default: the adapter's fastest.
         #[arg(long)]
         path: Option<String>,
+        /// Print the GPU time of each pass (timestamp queries) of the last run per size.
+        #[arg(long)]
+        profile: bool,
     },
 }
 
@@ -113,6 +116,7 @@ pub fn run() -> Result<ExitCode> {
             no_check,
             runs,
             path,
+            profile,
         }) => {
             let options = bench::MsmOptions {
                 log_n,
@@ -120,6 +124,7 @@ pub fn run() -> Result<ExitCode> {
                 check: !no_check,
                 runs,
                 path,
+                profile,
             };
             match curve.as_str() {
                 "g1" => bench::msm::<G1>(&selector, &options),

@@ -7,6 +7,7 @@
 //! bindings) are far too small for proving.
 
 use crate::error::{Error, Result};
+use crate::gpu::pipeline_cache::PipelineCacheFile;
 use crate::gpu::shader::WideMul;
 use std::fmt;
 use std::sync::Arc;
@@ -216,6 +217,8 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub capabilities: Capabilities,
+    /// Where compiled pipelines persist between processes, if enabled.
+    pub pipeline_cache: Option<Arc<PipelineCacheFile>>,
     lost: Arc<std::sync::Mutex<Option<String>>>,
 }
 
@@ -274,15 +277,27 @@ impl GpuContext {
             info.driver,
             info.driver_info
         );
-        Ok(GpuContext {
+        let mut gpu = GpuContext {
             adapter,
             capabilities: Capabilities::of(device.features()),
             limits: device.limits(),
             device,
             queue,
             info,
+            pipeline_cache: None,
             lost,
-        })
+        };
+        if let Some(dir) = std::env::var_os("WGPU_GROTH16_PIPELINE_CACHE") {
+            gpu.use_pipeline_cache(std::path::Path::new(&dir))?;
+        }
+        Ok(gpu)
+    }
+
+    /// Keeps compiled pipelines in `dir` (Vulkan): later processes on the same driver load
+    /// them instead of compiling. A no-op on backends without pipeline caches.
+    pub fn use_pipeline_cache(&mut self, dir: &std::path::Path) -> Result<()> {
+        self.pipeline_cache = PipelineCacheFile::open(&self.device, &self.info, dir)?.map(Arc::new);
+        Ok(())
     }
 
     /// The wide-multiply variant this device runs fastest.

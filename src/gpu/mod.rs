@@ -2,6 +2,7 @@
 //! set of helpers every kernel runner uses (pipelines, buffers, dispatch, read-back).
 
 pub mod context;
+pub mod pipeline_cache;
 pub mod shader;
 
 pub use context::{AdapterSelector, Capabilities, GpuContext};
@@ -108,7 +109,7 @@ impl GpuContext {
                     module: &module,
                     entry_point: Some(entry),
                     compilation_options: Default::default(),
-                    cache: None,
+                    cache: self.pipeline_cache.as_ref().map(|c| &c.cache),
                 });
             pipelines.insert(entry, pipeline);
         }
@@ -120,6 +121,11 @@ impl GpuContext {
         }
         self.check_alive()?;
         let compile_time = start.elapsed();
+        if let Some(cache) = &self.pipeline_cache {
+            if let Err(err) = cache.save() {
+                log::warn!("pipeline cache not saved: {err}");
+            }
+        }
         log::info!(
             "compiled {label} ({} entry points) in {compile_time:.2?}",
             entry_points.len()

@@ -104,6 +104,7 @@ pub struct MsmKernels<C: GpuCurve> {
     scan: Arc<CompiledProgram>,
     config: MsmConfig,
     workspace: Mutex<Option<Workspace>>,
+    profile: Mutex<Vec<(String, f64)>>,
     _curve: PhantomData<C>,
 }
 
@@ -241,7 +242,7 @@ impl<C: GpuCurve> MsmKernels<C> {
                 "msm_scatter",
                 "msm_accumulate",
                 "msm_reduce_groups",
-                "msm_sum_windows",
+                "msm_sum_pairs",
             ],
         )?;
         let scan = gpu.compile(
@@ -255,6 +256,7 @@ impl<C: GpuCurve> MsmKernels<C> {
             scan: Arc::new(scan),
             config,
             workspace: Mutex::new(None),
+            profile: Mutex::new(Vec::new()),
             _curve: PhantomData,
         })
     }
@@ -267,8 +269,18 @@ impl<C: GpuCurve> MsmKernels<C> {
             scan: self.scan.clone(),
             config,
             workspace: Mutex::new(None),
+            profile: Mutex::new(Vec::new()),
             _curve: PhantomData,
         }
+    }
+
+    /// GPU time of each pass of the last MSM, in milliseconds, when `MsmConfig::profile` is
+    /// set and the device has timestamp queries; empty otherwise.
+    pub fn last_profile(&self) -> Vec<(String, f64)> {
+        self.profile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn wide_mul(&self) -> WideMul {
@@ -402,8 +414,12 @@ impl<C: GpuCurve> MsmKernels<C> {
             .iter()
             .flat_map(|&(_, _, _, len)| (0..levels).map(move |l| params_of(len, l)))
             .collect();
+        let reduce_block = blocks.len();
         blocks.push(params_of(0, 0));
+        let strides = plan.tree_strides();
+        blocks.extend(strides.iter().map(|&s| params_of(0, s as usize)));
         let params = UniformArray::new(gpu, &blocks);
+        let timer = PassTimer::new(gpu, self.config.profile, 3 * chunks.len() + 2);
         let scan_lens = scan_levels(plan.count_slots());
         let scan_params = UniformArray::new(
             gpu,
@@ -482,7 +498,7 @@ impl<C: GpuCurve> MsmKernels<C> {
 
             encoder.clear_buffer(&ws.counts, 0, None);
             {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
+                let mut pass = encoder.begin_compute_pass(&timer.pass("count + scan"));
                 pass.set_pipeline(self.msm.pipeline("msm_count")?);
                 pass.set_bind_group(0, &groups[0], &[base_params]);
                 pass.dispatch_workgroups(point_grid.0, point_grid.1, 1);
@@ -491,10 +507,13 @@ impl<C: GpuCurve> MsmKernels<C> {
             encoder.copy_buffer_to_buffer(&ws.counts, 0, &ws.cursor, 0, slots * 4);
             encoder.copy_buffer_to_buffer(&ws.counts, (slots - 1) * 4, &ws.lengths, 0, 4);
             {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
+                let mut pass = encoder.begin_compute_pass(&timer.pass("scatter"));
                 pass.set_pipeline(self.msm.pipeline("msm_scatter")?);
                 pass.set_bind_group(0, &groups[0], &[base_params]);
                 pass.dispatch_workgroups(point_grid.0, point_grid.1, 1);
+            }
+            {
+                let mut pass = encoder.begin_compute_pass(&timer.pass("accumulate"));
                 pass.set_pipeline(self.msm.pipeline("msm_accumulate")?);
                 for (level, &bound) in plan.level_bounds.iter().enumerate() {
                     let (x, y) = grid(bound.div_ceil(plan.segment as u64), MSM_WORKGROUP);
@@ -513,27 +532,34 @@ impl<C: GpuCurve> MsmKernels<C> {
 
         let (buffer, at, _, len) = chunks[0];
         let group = msm_group(bases_binding(buffer, at, len), 0);
-        let last_params = params.offset(blocks.len() - 1);
         {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_bind_group(0, &group, &[last_params]);
+            let mut pass = encoder.begin_compute_pass(&timer.pass("reduce buckets"));
+            pass.set_bind_group(0, &group, &[params.offset(reduce_block)]);
             pass.set_pipeline(self.msm.pipeline("msm_reduce_groups")?);
             let (x, y) = grid((plan.windows * plan.groups) as u64, MSM_WORKGROUP);
             pass.dispatch_workgroups(x, y, 1);
-            pass.set_pipeline(self.msm.pipeline("msm_sum_windows")?);
-            let (x, y) = grid(plan.windows as u64, MSM_WORKGROUP);
-            pass.dispatch_workgroups(x, y, 1);
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&timer.pass("sum groups"));
+            pass.set_pipeline(self.msm.pipeline("msm_sum_pairs")?);
+            for (k, &stride) in strides.iter().enumerate() {
+                let pairs = (plan.groups as u64).div_ceil(2 * stride as u64);
+                let (x, y) = grid(plan.windows as u64 * pairs, MSM_WORKGROUP);
+                pass.set_bind_group(0, &group, &[params.offset(reduce_block + 1 + k)]);
+                pass.dispatch_workgroups(x, y, 1);
+            }
         }
         for w in 0..plan.windows as u64 {
-            let from = w * plan.buckets as u64 * xyzz;
-            encoder.copy_buffer_to_buffer(&ws.buckets, from, &ws.readback, w * xyzz, xyzz);
+            let from = w * plan.groups as u64 * xyzz;
+            encoder.copy_buffer_to_buffer(&ws.sums, from, &ws.readback, w * xyzz, xyzz);
         }
+        timer.resolve(&mut encoder);
         let submission = gpu.queue.submit([encoder.finish()]);
         let (sender, receiver) = std::sync::mpsc::channel();
         ws.readback
             .slice(..)
             .map_async(wgpu::MapMode::Read, move |r| drop(sender.send(r)));
-        gpu.wait_for(submission)?;
+        gpu.wait_for(submission.clone())?;
         receiver
             .recv()
             .map_err(|e| Error::device("MSM read-back never completed", e))?
@@ -547,6 +573,7 @@ impl<C: GpuCurve> MsmKernels<C> {
             view.chunks(xyzz as usize).map(C::from_xyzz).collect()
         };
         ws.readback.unmap();
+        *self.profile.lock().unwrap_or_else(|e| e.into_inner()) = timer.read(gpu, submission)?;
         Ok(sums)
     }
 
@@ -572,6 +599,110 @@ impl<C: GpuCurve> MsmKernels<C> {
             pass.dispatch_workgroups(x, y, 1);
         }
         Ok(())
+    }
+}
+
+/// Timestamps around compute passes, when asked for and available; otherwise every pass
+/// descriptor is the default and nothing is recorded.
+struct PassTimer {
+    queries: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
+    labels: std::cell::RefCell<Vec<&'static str>>,
+    capacity: usize,
+}
+
+impl PassTimer {
+    fn new(gpu: &GpuContext, enabled: bool, passes: usize) -> Self {
+        let queries = (enabled && gpu.capabilities.timestamps).then(|| {
+            let count = 2 * passes as u32;
+            let set = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("msm pass timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count,
+            });
+            let size = count as u64 * 8;
+            let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps"),
+                size,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let read = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps read-back"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            (set, resolve, read)
+        });
+        PassTimer {
+            queries,
+            labels: Default::default(),
+            capacity: passes,
+        }
+    }
+
+    fn pass(&self, label: &'static str) -> wgpu::ComputePassDescriptor<'_> {
+        let mut labels = self.labels.borrow_mut();
+        let timestamp_writes = match &self.queries {
+            Some((set, _, _)) if labels.len() < self.capacity => {
+                let index = 2 * labels.len() as u32;
+                labels.push(label);
+                Some(wgpu::ComputePassTimestampWrites {
+                    query_set: set,
+                    beginning_of_pass_write_index: Some(index),
+                    end_of_pass_write_index: Some(index + 1),
+                })
+            }
+            _ => None,
+        };
+        wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes,
+        }
+    }
+
+    fn resolve(&self, encoder: &mut wgpu::CommandEncoder) {
+        if let Some((set, resolve, read)) = &self.queries {
+            let used = 2 * self.labels.borrow().len() as u32;
+            encoder.resolve_query_set(set, 0..used, resolve, 0);
+            encoder.copy_buffer_to_buffer(resolve, 0, read, 0, used as u64 * 8);
+        }
+    }
+
+    /// (label, milliseconds) per pass, summed over passes of the same label.
+    fn read(
+        &self,
+        gpu: &GpuContext,
+        submission: wgpu::SubmissionIndex,
+    ) -> Result<Vec<(String, f64)>> {
+        let Some((_, _, read)) = &self.queries else {
+            return Ok(Vec::new());
+        };
+        let (sender, receiver) = std::sync::mpsc::channel();
+        read.slice(..)
+            .map_async(wgpu::MapMode::Read, move |r| drop(sender.send(r)));
+        gpu.wait_for(submission)?;
+        receiver
+            .recv()
+            .map_err(|e| Error::device("timestamp read-back never completed", e))?
+            .map_err(|e| Error::device("mapping timestamps", e))?;
+        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(
+            &read
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| Error::device("reading timestamps", e))?,
+        );
+        read.unmap();
+        let period_ns = gpu.queue.get_timestamp_period() as f64;
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for (i, label) in self.labels.borrow().iter().enumerate() {
+            let ms = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period_ns / 1e6;
+            match out.iter_mut().find(|(l, _)| l == label) {
+                Some((_, total)) => *total += ms,
+                None => out.push((label.to_string(), ms)),
+            }
+        }
+        Ok(out)
     }
 }
 

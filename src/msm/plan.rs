@@ -13,6 +13,9 @@ pub struct MsmConfig {
     pub segment: u32,
     /// Force the window size in bits (4..=18); `None` picks it from n.
     pub window_bits: Option<u32>,
+    /// Time every GPU pass with timestamp queries (where the device has them); read the
+    /// result with `MsmKernels::last_profile`.
+    pub profile: bool,
 }
 
 impl Default for MsmConfig {
@@ -21,6 +24,7 @@ impl Default for MsmConfig {
             max_binding_bytes: None,
             segment: 32,
             window_bits: None,
+            profile: false,
         }
     }
 }
@@ -30,7 +34,7 @@ impl Default for MsmConfig {
 pub const CHUNK_ALIGN: u64 = 256;
 
 /// Target number of reduction threads (windows × groups) on a device.
-const REDUCTION_THREADS: u32 = 16384;
+const REDUCTION_THREADS: u32 = 65536;
 
 /// llvmpipe stops shader loops after 65535 iterations. The reduction loop makes two
 /// iterations per bucket plus two per bit of the group offset, so groups stay below this.
@@ -145,6 +149,17 @@ impl MsmPlan {
     /// Length of the largest partial list (level 1).
     pub fn max_partials(&self) -> u64 {
         self.level_bounds.get(1).copied().unwrap_or(2)
+    }
+
+    /// Strides of the pairwise tree over each window's group sums.
+    pub fn tree_strides(&self) -> Vec<u32> {
+        let mut strides = Vec::new();
+        let mut stride = 1;
+        while stride < self.groups {
+            strides.push(stride);
+            stride *= 2;
+        }
+        strides
     }
 
     /// All (window, bucket) keys plus the total slot the scan fills.
