@@ -5,11 +5,13 @@
 // 2. (scan.wgsl turns the counts into bucket offsets.)
 // 3. msm_scatter: write every non-zero digit as (key = window * B + |digit|, base | sign) at
 //    its bucket's place: a counting sort done by all threads at once.
-// 4. msm_accumulate, once per level: the sorted list is cut into equal segments of
-//    `segment` entries, whatever the buckets are, so a bucket holding most points (0/1-heavy
-//    witnesses) is summed by many threads. A run of equal keys that lies inside one segment
-//    is added to its bucket; a run crossing a segment edge leaves a partial sum, and the
-//    partials (two slots per segment, still sorted) form the next level's list.
+// 4. msm_accumulate_bases, then msm_accumulate_partials once per further level: the sorted
+//    list is cut into equal segments of `segment` entries, whatever the buckets are, so a
+//    bucket holding most points (0/1-heavy witnesses) is summed by many threads. A run of
+//    equal keys that lies inside one segment is stored in its bucket; a run crossing a
+//    segment edge leaves a partial sum, and the partials (two slots per segment, still
+//    sorted) form the next level's list. Chunks after the first are merged in by
+//    msm_merge_buckets.
 // 5. msm_reduce_groups + msm_sum_pairs: per window, sum_b b * bucket[b] by running sums
 //    over groups of buckets, in parallel, then a pairwise tree over the groups; the host
 //    combines the windows.
@@ -51,6 +53,8 @@ const NO_KEY: u32 = 0xffffffffu;
 // lengths[l]: entries in level l's list (lengths[0] is the scan's total).
 @group(0) @binding(11) var<storage, read_write> lengths: array<u32>;
 @group(0) @binding(12) var<storage, read_write> sums: array<Xyzz>;
+// The buckets of the chunk being merged (msm_merge_buckets).
+@group(0) @binding(13) var<storage, read_write> chunk_buckets: array<Xyzz>;
 
 fn thread_index(id: vec3<u32>, groups: vec3<u32>) -> u32 {
     return id.x + id.y * groups.x * WORKGROUP;
@@ -111,64 +115,43 @@ fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgr
     }
 }
 
-fn entry_key(i: u32) -> u32 {
-    if (params.level == 0u) { return sorted[i].x; }
+fn entry_key(i: u32, from_bases: bool) -> u32 {
+    if (from_bases) { return sorted[i].x; }
     return keys_in[i];
 }
 
-// Entry i of the level's list as an accumulator (level 0: a signed affine base).
-fn entry_point(i: u32) -> Xyzz {
-    if (params.level == 0u) {
-        let e = sorted[i].y;
-        return xyzz_from_affine(bases[e & ~SIGN_BIT], (e & SIGN_BIT) != 0u);
-    }
-    return points_in[i];
-}
-
-// Each loop iteration makes at most one point addition (see curve.wgsl): either the next
-// entry into the running sum, or, when a run closes inside the segment, the run's sum into
-// its bucket (then the same entry is looked at again).
-@compute @workgroup_size(64)
-fn msm_accumulate(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let seg = thread_index(id, groups);
+// The segment `seg` of the current level's list: runs of equal keys are summed; a run lying
+// wholly inside the segment is stored in its bucket (it is the only sum that key gets in this
+// chunk: all its entries are here), a run crossing an edge goes to one of the segment's two
+// slots in the next level's list. Called with a literal `from_bases`, so after inlining each
+// entry point holds one point addition: the mixed (affine) one at level 0, the XYZZ one above.
+fn accumulate_segment(seg: u32, from_bases: bool) {
     let len = lengths[params.level];
     let t = params.segment;
     if (seg == 0u) { lengths[params.level + 1u] = 2u * ((len + t - 1u) / t); }
     let start = seg * t;
     if (start >= len) { return; }
     let end = min(start + t, len);
-    let from_bases = params.level == 0u;
-    var i = start;
-    var run_key = entry_key(start);
+    var run_key = entry_key(start, from_bases);
     var run_start = start;
     var acc = xyzz_identity();
-    // The segment's two partial slots; a run crossing an edge overwrites one. Written to
-    // memory at once rather than kept in registers, which the point sums need.
+    // Slots default to the identity; written to memory at once rather than held in
+    // registers, which the point sums need.
     keys_out[2u * seg] = run_key;
     points_out[2u * seg] = xyzz_identity();
-    keys_out[2u * seg + 1u] = entry_key(end - 1u);
+    keys_out[2u * seg + 1u] = entry_key(end - 1u, from_bases);
     points_out[2u * seg + 1u] = xyzz_identity();
-    loop {
-        let done = i == end;
+    // i == end closes the last run.
+    for (var i = start; i <= end; i++) {
         var key = NO_KEY;
-        if (!done) { key = entry_key(i); }
-        var lhs = acc;
-        var rhs = xyzz_identity();
-        var rhs_affine = false;
-        var to_bucket = false;
-        let bucket = run_key;
-        if (key == run_key) {
-            rhs = entry_point(i);
-            rhs_affine = from_bases;
-            i++;
-        } else {
-            // The run [run_start, i) has ended: it is whole if nothing of it lies outside.
-            let starts_here = run_start > start || start == 0u || entry_key(start - 1u) != run_key;
-            let ends_here = i < end || end == len || entry_key(end) != run_key;
+        if (i < end) { key = entry_key(i, from_bases); }
+        if (key != run_key) {
+            let starts_here = run_start > start || start == 0u || entry_key(start - 1u, from_bases) != run_key;
+            let ends_here = i < end || end == len || entry_key(end, from_bases) != run_key;
             if (starts_here && ends_here) {
-                lhs = buckets[bucket];
-                rhs = acc;
-                to_bucket = true;
+                // An identity sum leaves the cleared bucket as it is (and skips the
+                // identity placeholders a finished run leaves in the next level).
+                if (!xyzz_is_identity(acc)) { buckets[run_key] = acc; }
             } else if (run_start == start) {
                 points_out[2u * seg] = acc;
             } else {
@@ -178,16 +161,35 @@ fn msm_accumulate(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wor
             run_key = key;
             run_start = i;
         }
-        if (!xyzz_is_identity(rhs)) {
-            let sum = xyzz_add(lhs, rhs, rhs_affine);
-            if (to_bucket) {
-                buckets[bucket] = sum;
+        if (i < end) {
+            if (from_bases) {
+                let e = sorted[i].y;
+                acc = xyzz_add(acc, xyzz_from_affine(bases[e & ~SIGN_BIT], (e & SIGN_BIT) != 0u), true);
             } else {
-                acc = sum;
+                acc = xyzz_add(acc, points_in[i], false);
             }
         }
-        if (done) { break; }
     }
+}
+
+@compute @workgroup_size(64)
+fn msm_accumulate_bases(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    accumulate_segment(thread_index(id, groups), true);
+}
+
+@compute @workgroup_size(64)
+fn msm_accumulate_partials(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    accumulate_segment(thread_index(id, groups), false);
+}
+
+// Chunks after the first store their buckets apart (bound as `buckets` while they
+// accumulate); this adds them into the main array, one bucket per thread.
+@compute @workgroup_size(64)
+fn msm_merge_buckets(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let k = thread_index(id, groups);
+    if (k >= params.windows * params.buckets) { return; }
+    let chunk_sum = chunk_buckets[k];
+    if (!xyzz_is_identity(chunk_sum)) { buckets[k] = xyzz_add(buckets[k], chunk_sum, false); }
 }
 
 // sum_{b in group} b * bucket[b] for one group of one window. Running sums from the top give

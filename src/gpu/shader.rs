@@ -126,6 +126,7 @@ impl Program {
                 ReadWrite,
                 ReadWrite,
                 ReadWrite,
+                ReadWrite,
             ],
         }
     }

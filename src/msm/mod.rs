@@ -118,6 +118,8 @@ struct Workspace {
     keys: [wgpu::Buffer; 2],
     points: [wgpu::Buffer; 2],
     buckets: wgpu::Buffer,
+    /// Buckets of the second and later chunks, merged into `buckets` after each.
+    chunk_buckets: wgpu::Buffer,
     lengths: wgpu::Buffer,
     sums: wgpu::Buffer,
     /// Block totals of each scan level.
@@ -150,6 +152,7 @@ impl Workspace {
     fn new<C: GpuCurve>(gpu: &GpuContext, plan: &MsmPlan) -> Self {
         let xyzz = C::XYZZ_BYTES as u64;
         let slots = plan.count_slots();
+        let bucket_bytes = plan.windows as u64 * plan.buckets as u64 * xyzz;
         Workspace {
             plan: plan.clone(),
             scalars: storage(gpu, "msm scalars", plan.chunk as u64 * 32),
@@ -159,10 +162,15 @@ impl Workspace {
             keys: ["msm keys a", "msm keys b"].map(|l| storage(gpu, l, plan.max_partials() * 4)),
             points: ["msm partials a", "msm partials b"]
                 .map(|l| storage(gpu, l, plan.max_partials() * xyzz)),
-            buckets: storage(
+            buckets: storage(gpu, "msm buckets", bucket_bytes),
+            chunk_buckets: storage(
                 gpu,
-                "msm buckets",
-                plan.windows as u64 * plan.buckets as u64 * xyzz,
+                "msm chunk buckets",
+                if plan.chunk < plan.n {
+                    bucket_bytes
+                } else {
+                    xyzz
+                },
             ),
             lengths: storage(gpu, "msm lengths", 4 * (plan.level_bounds.len() as u64 + 1)),
             sums: storage(
@@ -240,7 +248,9 @@ impl<C: GpuCurve> MsmKernels<C> {
             &[
                 "msm_count",
                 "msm_scatter",
-                "msm_accumulate",
+                "msm_accumulate_bases",
+                "msm_accumulate_partials",
+                "msm_merge_buckets",
                 "msm_reduce_groups",
                 "msm_sum_pairs",
             ],
@@ -305,12 +315,17 @@ impl<C: GpuCurve> MsmKernels<C> {
 
     /// The plan an MSM of `n` points would follow.
     pub fn plan(&self, n: usize) -> Result<MsmPlan> {
+        let mut config = self.config.clone();
+        if config.reduction_threads.is_none() && self.gpu.info.device_type == wgpu::DeviceType::Cpu
+        {
+            config.reduction_threads = Some(1024);
+        }
         MsmPlan::new(
             n,
             C::AFFINE_BYTES as u64,
             C::XYZZ_BYTES as u64,
             self.binding_limit(),
-            &self.config,
+            &config,
         )
     }
 
@@ -419,7 +434,7 @@ impl<C: GpuCurve> MsmKernels<C> {
         let strides = plan.tree_strides();
         blocks.extend(strides.iter().map(|&s| params_of(0, s as usize)));
         let params = UniformArray::new(gpu, &blocks);
-        let timer = PassTimer::new(gpu, self.config.profile, 3 * chunks.len() + 2);
+        let timer = PassTimer::new(gpu, self.config.profile, 4 * chunks.len() + 2);
         let scan_lens = scan_levels(plan.count_slots());
         let scan_params = UniformArray::new(
             gpu,
@@ -461,8 +476,14 @@ impl<C: GpuCurve> MsmKernels<C> {
             })
         };
         // Ping-pong: even levels read list b and write list a, odd levels the reverse.
-        let msm_group = |bases: wgpu::BindingResource, parity: usize| {
+        // `chunk_target` binds the chunk buckets where the kernels write `buckets`.
+        let msm_group = |bases: wgpu::BindingResource, parity: usize, chunk_target: bool| {
             let (inp, out) = (1 - parity, parity);
+            let (target, other) = if chunk_target {
+                (&ws.chunk_buckets, &ws.buckets)
+            } else {
+                (&ws.buckets, &ws.chunk_buckets)
+            };
             gpu.bind_group(
                 &self.msm,
                 &[
@@ -476,9 +497,10 @@ impl<C: GpuCurve> MsmKernels<C> {
                     ws.points[inp].as_entire_binding(),
                     ws.keys[out].as_entire_binding(),
                     ws.points[out].as_entire_binding(),
-                    ws.buckets.as_entire_binding(),
+                    target.as_entire_binding(),
                     ws.lengths.as_entire_binding(),
                     ws.sums.as_entire_binding(),
+                    other.as_entire_binding(),
                 ],
             )
         };
@@ -492,11 +514,16 @@ impl<C: GpuCurve> MsmKernels<C> {
                 0,
                 Scalar::as_bytes(&scalars[first..first + len]),
             );
-            let groups = [0, 1].map(|parity| msm_group(bases_binding(buffer, at, len), parity));
+            let merged = c > 0;
+            let groups =
+                [0, 1].map(|parity| msm_group(bases_binding(buffer, at, len), parity, merged));
             let base_params = params.offset(c * levels);
             let point_grid = grid(len as u64, MSM_WORKGROUP);
 
             encoder.clear_buffer(&ws.counts, 0, None);
+            if merged {
+                encoder.clear_buffer(&ws.chunk_buckets, 0, None);
+            }
             {
                 let mut pass = encoder.begin_compute_pass(&timer.pass("count + scan"));
                 pass.set_pipeline(self.msm.pipeline("msm_count")?);
@@ -514,8 +541,13 @@ impl<C: GpuCurve> MsmKernels<C> {
             }
             {
                 let mut pass = encoder.begin_compute_pass(&timer.pass("accumulate"));
-                pass.set_pipeline(self.msm.pipeline("msm_accumulate")?);
                 for (level, &bound) in plan.level_bounds.iter().enumerate() {
+                    let entry = if level == 0 {
+                        "msm_accumulate_bases"
+                    } else {
+                        "msm_accumulate_partials"
+                    };
+                    pass.set_pipeline(self.msm.pipeline(entry)?);
                     let (x, y) = grid(bound.div_ceil(plan.segment as u64), MSM_WORKGROUP);
                     pass.set_bind_group(
                         0,
@@ -525,13 +557,21 @@ impl<C: GpuCurve> MsmKernels<C> {
                     pass.dispatch_workgroups(x, y, 1);
                 }
             }
+            if merged {
+                let main = msm_group(bases_binding(buffer, at, len), 0, false);
+                let mut pass = encoder.begin_compute_pass(&timer.pass("merge chunk"));
+                pass.set_pipeline(self.msm.pipeline("msm_merge_buckets")?);
+                pass.set_bind_group(0, &main, &[base_params]);
+                let (x, y) = grid(plan.windows as u64 * plan.buckets as u64, MSM_WORKGROUP);
+                pass.dispatch_workgroups(x, y, 1);
+            }
             // The next chunk rewrites the scalars: submit this one first.
             gpu.queue.submit([encoder.finish()]);
             encoder = gpu.device.create_command_encoder(&Default::default());
         }
 
         let (buffer, at, _, len) = chunks[0];
-        let group = msm_group(bases_binding(buffer, at, len), 0);
+        let group = msm_group(bases_binding(buffer, at, len), 0, false);
         {
             let mut pass = encoder.begin_compute_pass(&timer.pass("reduce buckets"));
             pass.set_bind_group(0, &group, &[params.offset(reduce_block)]);

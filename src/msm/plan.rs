@@ -13,6 +13,10 @@ pub struct MsmConfig {
     pub segment: u32,
     /// Force the window size in bits (4..=18); `None` picks it from n.
     pub window_bits: Option<u32>,
+    /// Threads (windows × groups) of the bucket reduction: many on a GPU, where the
+    /// reduction is latency-bound; few on a CPU adapter, where every group's
+    /// double-and-add is extra work. `None` picks by adapter type.
+    pub reduction_threads: Option<u32>,
     /// Time every GPU pass with timestamp queries (where the device has them); read the
     /// result with `MsmKernels::last_profile`.
     pub profile: bool,
@@ -24,6 +28,7 @@ impl Default for MsmConfig {
             max_binding_bytes: None,
             segment: 32,
             window_bits: None,
+            reduction_threads: None,
             profile: false,
         }
     }
@@ -32,9 +37,6 @@ impl Default for MsmConfig {
 /// Chunks start on multiples of this many points, so every binding offset is aligned
 /// (256 points of 32, 96 or 192 bytes are multiples of 256 bytes).
 pub const CHUNK_ALIGN: u64 = 256;
-
-/// Target number of reduction threads (windows × groups) on a device.
-const REDUCTION_THREADS: u32 = 65536;
 
 /// llvmpipe stops shader loops after 65535 iterations. The reduction loop makes two
 /// iterations per bucket plus two per bit of the group offset, so groups stay below this.
@@ -120,7 +122,7 @@ impl MsmPlan {
 
         let buckets_in_groups = buckets - 1;
         let min_groups = buckets_in_groups.div_ceil(MAX_BUCKETS_PER_GROUP).max(1);
-        let groups = (REDUCTION_THREADS / windows)
+        let groups = (config.reduction_threads.unwrap_or(65536) / windows)
             .clamp(min_groups, buckets_in_groups.max(1))
             .max(1);
 
