@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use wgpu_groth16::curve::{G1, G2};
 use wgpu_groth16::gpu::context::{parse_backends, parse_power};
 use wgpu_groth16::gpu::AdapterSelector;
+use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::{Error, Result};
 
 #[derive(Parser)]
@@ -81,6 +82,12 @@ enum BenchCommand {
         /// Print the GPU time of each pass (timestamp queries) of the last run per size.
         #[arg(long)]
         profile: bool,
+        /// Sorted entries per accumulation thread (default 32).
+        #[arg(long)]
+        segment: Option<u32>,
+        /// Window size in bits (default: chosen from n).
+        #[arg(long)]
+        window_bits: Option<u32>,
     },
 }
 
@@ -117,14 +124,22 @@ pub fn run() -> Result<ExitCode> {
             runs,
             path,
             profile,
+            segment,
+            window_bits,
         }) => {
+            let defaults = MsmConfig::default();
             let options = bench::MsmOptions {
                 log_n,
                 skewed,
                 check: !no_check,
                 runs,
                 path,
-                profile,
+                config: MsmConfig {
+                    profile,
+                    segment: segment.unwrap_or(defaults.segment),
+                    window_bits,
+                    ..defaults
+                },
             };
             match curve.as_str() {
                 "g1" => bench::msm::<G1>(&selector, &options),
