@@ -27,6 +27,9 @@ pub trait GpuCurve: Send + Sync + 'static {
     const NAME: &'static str;
     /// The MSM program built over this curve's coordinate field.
     const MSM_PROGRAM: Program;
+    /// Default sorted entries per MSM accumulation thread, measured on the H200: G1 is flat
+    /// over 16..64, G2 at 2^20 took 78 ms with 16, 324 ms with 32 and 179 ms with 64.
+    const SEGMENT: u32;
 
     /// Bytes of one affine point on the GPU (two coordinates).
     const AFFINE_BYTES: usize = 2 * std::mem::size_of::<Self::Base>();
@@ -100,6 +103,7 @@ impl GpuCurve for G1 {
     type Base = Fp;
     const NAME: &'static str = "g1";
     const MSM_PROGRAM: Program = Program::MsmG1;
+    const SEGMENT: u32 = 32;
 
     fn affine_bytes(points: &[G1Affine]) -> &[u8] {
         bytes_of(points)
@@ -121,6 +125,7 @@ impl GpuCurve for G2 {
     type Base = Fp2;
     const NAME: &'static str = "g2";
     const MSM_PROGRAM: Program = Program::MsmG2;
+    const SEGMENT: u32 = 16;
 
     fn affine_bytes(points: &[G2Affine]) -> &[u8] {
         bytes_of(points)

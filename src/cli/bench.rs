@@ -94,10 +94,10 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
         ms(kernels.compile_time()),
         rayon::current_num_threads()
     );
-    println!(
-        "segment: {} entries per accumulation thread",
-        options.config.segment
-    );
+    if let Some(&first) = options.log_n.first() {
+        let segment = kernels.plan(1 << first)?.segment;
+        println!("segment: {segment} entries per accumulation thread");
+    }
     println!("| curve | n | scalars | window | chunks | GPU (best of {}) | upload | blstrs CPU | speed-up | equal |", options.runs);
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;

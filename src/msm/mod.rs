@@ -316,6 +316,7 @@ impl<C: GpuCurve> MsmKernels<C> {
     /// The plan an MSM of `n` points would follow.
     pub fn plan(&self, n: usize) -> Result<MsmPlan> {
         let mut config = self.config.clone();
+        config.segment = Some(config.segment.unwrap_or(C::SEGMENT));
         if config.reduction_threads.is_none() && self.gpu.info.device_type == wgpu::DeviceType::Cpu
         {
             config.reduction_threads = Some(1024);

@@ -10,7 +10,8 @@ pub struct MsmConfig {
     /// chunked path runs at small n on lavapipe.
     pub max_binding_bytes: Option<u64>,
     /// Sorted entries per accumulation thread: smaller means more parallel and more levels.
-    pub segment: u32,
+    /// `None` takes the curve's default (`GpuCurve::SEGMENT`).
+    pub segment: Option<u32>,
     /// Force the window size in bits (4..=18); `None` picks it from n.
     pub window_bits: Option<u32>,
     /// Threads (windows × groups) of the bucket reduction: many on a GPU, where the
@@ -26,7 +27,7 @@ impl Default for MsmConfig {
     fn default() -> Self {
         MsmConfig {
             max_binding_bytes: None,
-            segment: 32,
+            segment: None,
             window_bits: None,
             reduction_threads: None,
             profile: false,
@@ -79,7 +80,7 @@ impl MsmPlan {
         binding_limit: u64,
         config: &MsmConfig,
     ) -> Result<Self> {
-        let segment = config.segment.clamp(2, 1024);
+        let segment = config.segment.unwrap_or(32).clamp(2, 1024);
         let candidates: Vec<u32> = match config.window_bits {
             Some(c) if (4..=18).contains(&c) => vec![c],
             Some(c) => {
