@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 
 /// Knobs of the MSM; the defaults suit real devices.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct MsmConfig {
     /// Cap on any one buffer binding, below the device's own limit. Tests lower it so the
     /// chunked path runs at small n on lavapipe.
@@ -23,17 +23,6 @@ pub struct MsmConfig {
     pub profile: bool,
 }
 
-impl Default for MsmConfig {
-    fn default() -> Self {
-        MsmConfig {
-            max_binding_bytes: None,
-            segment: None,
-            window_bits: None,
-            reduction_threads: None,
-            profile: false,
-        }
-    }
-}
 
 /// Chunks start on multiples of this many points, so every binding offset is aligned
 /// (256 points of 32, 96 or 192 bytes are multiples of 256 bytes).
