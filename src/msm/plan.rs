@@ -23,7 +23,6 @@ pub struct MsmConfig {
     pub profile: bool,
 }
 
-
 /// Chunks start on multiples of this many points, so every binding offset is aligned
 /// (256 points of 32, 96 or 192 bytes are multiples of 256 bytes).
 pub const CHUNK_ALIGN: u64 = 256;
@@ -69,7 +68,7 @@ impl MsmPlan {
         binding_limit: u64,
         config: &MsmConfig,
     ) -> Result<Self> {
-        let segment = config.segment.unwrap_or(32).clamp(2, 1024);
+        let mut segment = config.segment.unwrap_or(32).clamp(2, 1024);
         let candidates: Vec<u32> = match config.window_bits {
             Some(c) if (4..=18).contains(&c) => vec![c],
             Some(c) => {
@@ -95,8 +94,18 @@ impl MsmPlan {
         let windows = windows_of(window_bits);
         let buckets = buckets_of(window_bits);
 
-        let per_point = bytes_per_point(windows, segment, affine_bytes, xyzz_bytes);
-        let widest = per_point.into_iter().max().unwrap_or(1);
+        // The partial sums shrink as segments grow: under a tight limit, grow the segment
+        // until a chunk of 256 points fits.
+        let widest_of = |segment| {
+            bytes_per_point(windows, segment, affine_bytes, xyzz_bytes)
+                .into_iter()
+                .max()
+                .unwrap_or(1)
+        };
+        while binding_limit / widest_of(segment) < CHUNK_ALIGN.min(n as u64) && segment < 1024 {
+            segment *= 2;
+        }
+        let widest = widest_of(segment);
         let fit = binding_limit / widest;
         let chunk = if fit >= n as u64 {
             n
@@ -218,6 +227,17 @@ mod tests {
                 "{plan:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_tight_limit_widens_small_segments_instead_of_failing() {
+        let config = MsmConfig {
+            segment: Some(8),
+            ..Default::default()
+        };
+        let plan = MsmPlan::new(700, 192, 384, 512 * 1024, &config).unwrap();
+        assert!(plan.segment > 8 && plan.chunk >= 256, "{plan:?}");
+        assert!(plan.max_partials() * 384 <= 512 * 1024);
     }
 
     #[test]
