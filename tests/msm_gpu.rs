@@ -217,3 +217,11 @@ fn more_scalars_than_bases_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn msm_g1_with_the_default_device_equals_blstrs() {
+    let b = bases::<G1>(13, 300);
+    let s = sample_scalars(14, 300, true);
+    let gpu = wgpu_groth16::msm::msm_g1(&b, &s).unwrap();
+    assert_eq!(gpu, msm_cpu::<G1>(&b, &s).unwrap());
+}

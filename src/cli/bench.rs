@@ -22,12 +22,7 @@ pub fn field(selector: &AdapterSelector, threads: Option<u32>) -> Result<ExitCod
     if let Some(t) = threads {
         config.threads = t;
     }
-    println!(
-        "adapter: {} (driver {} {})",
-        gpu.describe(),
-        gpu.info.driver,
-        gpu.info.driver_info
-    );
+    println!("{}", super::adapter_line(&gpu));
     println!(
         "threads per dispatch: {}, best of {}",
         config.threads, config.repetitions
@@ -85,10 +80,8 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
     let start = Instant::now();
     let kernels = MsmKernels::<C>::new(&gpu, wide, options.config.clone())?;
     println!(
-        "adapter: {} (driver {} {}); {} MSM, {wide} path; pipelines built in {} (driver compile {}); CPU: blstrs on {} threads",
-        gpu.describe(),
-        gpu.info.driver,
-        gpu.info.driver_info,
+        "{}; {} MSM, {wide} path; pipelines built in {} (driver compile {}); CPU: blstrs on {} threads",
+        super::adapter_line(&gpu),
         C::NAME,
         ms(start.elapsed()),
         ms(kernels.compile_time()),

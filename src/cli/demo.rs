@@ -10,12 +10,7 @@ use wgpu_groth16::Result;
 
 pub fn run(selector: &AdapterSelector, random: usize, seed: u64) -> Result<ExitCode> {
     let gpu = GpuContext::new(selector)?;
-    println!(
-        "adapter: {} (driver {} {})",
-        gpu.describe(),
-        gpu.info.driver,
-        gpu.info.driver_info
-    );
+    println!("{}", super::adapter_line(&gpu));
     println!(
         "{:<9} {:<6} {:<18} {:>9} {:>10}",
         "path", "field", "operation", "elements", "mismatches"

@@ -91,6 +91,16 @@ enum BenchCommand {
     },
 }
 
+/// "adapter: NAME (BACKEND) (driver ...)", the first line of every command that opens one.
+fn adapter_line(gpu: &wgpu_groth16::gpu::GpuContext) -> String {
+    format!(
+        "adapter: {} (driver {} {})",
+        gpu.describe(),
+        gpu.info.driver,
+        gpu.info.driver_info
+    )
+}
+
 impl Cli {
     fn selector(&self) -> Result<AdapterSelector> {
         Ok(AdapterSelector {

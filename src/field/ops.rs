@@ -70,43 +70,34 @@ fn raw<F: GpuField>(bytes_le: &[u8]) -> F {
     F::from_bytes(bytes_le)[0]
 }
 
-impl ReferenceField for Fp {
-    const ENTRY_POINT: &'static str = "fq_ops";
+/// Fq and Fr: every operation but the Fq2-only one; the Montgomery conversions go through
+/// blstrs' canonical byte forms.
+macro_rules! prime_reference_field {
+    ($field:ty, $entry_point:literal, $bytes:literal) => {
+        impl ReferenceField for $field {
+            const ENTRY_POINT: &'static str = $entry_point;
 
-    fn supports(op: FieldOp) -> bool {
-        op != FieldOp::MulByNonresidue
-    }
-
-    fn reference_special(op: FieldOp, a: &Self) -> Option<Self> {
-        match op {
-            FieldOp::FromMontgomery => Some(raw(&a.to_bytes_le())),
-            FieldOp::ToMontgomery => {
-                let bytes: [u8; 48] = Self::as_bytes(std::slice::from_ref(a)).try_into().ok()?;
-                Fp::from_bytes_le(&bytes).into()
+            fn supports(op: FieldOp) -> bool {
+                op != FieldOp::MulByNonresidue
             }
-            _ => None,
+
+            fn reference_special(op: FieldOp, a: &Self) -> Option<Self> {
+                match op {
+                    FieldOp::FromMontgomery => Some(raw(&a.to_bytes_le())),
+                    FieldOp::ToMontgomery => {
+                        let bytes: [u8; $bytes] =
+                            Self::as_bytes(std::slice::from_ref(a)).try_into().ok()?;
+                        <$field>::from_bytes_le(&bytes).into()
+                    }
+                    _ => None,
+                }
+            }
         }
-    }
+    };
 }
 
-impl ReferenceField for Scalar {
-    const ENTRY_POINT: &'static str = "fr_ops";
-
-    fn supports(op: FieldOp) -> bool {
-        op != FieldOp::MulByNonresidue
-    }
-
-    fn reference_special(op: FieldOp, a: &Self) -> Option<Self> {
-        match op {
-            FieldOp::FromMontgomery => Some(raw(&a.to_bytes_le())),
-            FieldOp::ToMontgomery => {
-                let bytes: [u8; 32] = Self::as_bytes(std::slice::from_ref(a)).try_into().ok()?;
-                Scalar::from_bytes_le(&bytes).into()
-            }
-            _ => None,
-        }
-    }
-}
+prime_reference_field!(Fp, "fq_ops", 48);
+prime_reference_field!(Scalar, "fr_ops", 32);
 
 impl ReferenceField for Fp2 {
     const ENTRY_POINT: &'static str = "fq2_ops";

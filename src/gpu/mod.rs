@@ -260,8 +260,18 @@ impl GpuContext {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
         let submission = self.queue.submit([encoder.finish()]);
+        self.read_mapped(&staging, submission)
+    }
+
+    /// The contents of a `MAP_READ` buffer once `submission` (which fills it) has finished;
+    /// waits for that submission only.
+    pub fn read_mapped(
+        &self,
+        buffer: &wgpu::Buffer,
+        submission: wgpu::SubmissionIndex,
+    ) -> Result<Vec<u8>> {
         let (sender, receiver) = std::sync::mpsc::channel();
-        staging
+        buffer
             .slice(..)
             .map_async(wgpu::MapMode::Read, move |r| drop(sender.send(r)));
         self.wait_for(submission)?;
@@ -269,12 +279,12 @@ impl GpuContext {
             .recv()
             .map_err(|e| Error::device("read-back mapping never completed", e))?
             .map_err(|e| Error::device("mapping a read-back buffer", e))?;
-        let bytes = staging
+        let bytes = buffer
             .slice(..)
             .get_mapped_range()
             .map_err(|e| Error::device("reading a mapped buffer", e))?
             .to_vec();
-        staging.unmap();
+        buffer.unmap();
         Ok(bytes)
     }
 }

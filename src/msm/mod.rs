@@ -11,14 +11,14 @@ pub mod plan;
 
 pub use plan::{MsmConfig, MsmPlan};
 
-use crate::curve::GpuCurve;
+use crate::curve::{GpuCurve, G1, G2};
 use crate::error::{Error, Result};
 use crate::field::GpuField;
-use crate::gpu::{workgroup_grid, CompiledProgram, GpuContext, Program, WideMul};
-use blstrs::Scalar;
+use crate::gpu::{workgroup_grid, AdapterSelector, CompiledProgram, GpuContext, Program, WideMul};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use wgpu::util::DeviceExt;
 
 const MSM_WORKGROUP: u32 = 64;
@@ -52,6 +52,64 @@ pub fn sample_scalars(seed: u64, n: usize, skewed: bool) -> Vec<Scalar> {
         }
     });
     out
+}
+
+/// Σ scalars[i] · bases[i] on G1 with the process's default GPU: the best adapter (see
+/// `AdapterSelector::from_env`), opened and compiled for on first use. Falls back to blstrs,
+/// with a warning, when `BELLMAN_NO_GPU` is set (to anything but 0), when no adapter is found,
+/// or when the GPU fails. Provers keep bases resident with [`MsmKernels`] instead.
+pub fn msm_g1(bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective> {
+    static KERNELS: OnceLock<Option<MsmKernels<G1>>> = OnceLock::new();
+    default_msm(&KERNELS, bases, scalars)
+}
+
+/// [`msm_g1`] on G2.
+pub fn msm_g2(bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective> {
+    static KERNELS: OnceLock<Option<MsmKernels<G2>>> = OnceLock::new();
+    default_msm(&KERNELS, bases, scalars)
+}
+
+/// Whether `BELLMAN_NO_GPU` asks for the CPU path (set to anything but `0`).
+pub fn gpu_disabled_by_env() -> bool {
+    std::env::var("BELLMAN_NO_GPU").is_ok_and(|v| v != "0")
+}
+
+fn default_gpu() -> Option<&'static GpuContext> {
+    static GPU: OnceLock<Option<GpuContext>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        if gpu_disabled_by_env() {
+            log::info!("BELLMAN_NO_GPU is set: MSMs run on the CPU");
+            return None;
+        }
+        GpuContext::new(&AdapterSelector::default())
+            .map_err(|e| log::warn!("MSMs run on the CPU: {e}"))
+            .ok()
+    })
+    .as_ref()
+}
+
+fn default_msm<C: GpuCurve>(
+    kernels: &'static OnceLock<Option<MsmKernels<C>>>,
+    bases: &[C::Affine],
+    scalars: &[Scalar],
+) -> Result<C::Projective> {
+    let kernels = kernels.get_or_init(|| {
+        let gpu = default_gpu()?;
+        MsmKernels::new(gpu, gpu.preferred_wide_mul(), MsmConfig::default())
+            .map_err(|e| log::warn!("{} MSMs run on the CPU: {e}", C::NAME))
+            .ok()
+    });
+    match kernels {
+        Some(k) => match k.msm_once(bases, scalars) {
+            Err(Error::InvalidInput(message)) => Err(Error::InvalidInput(message)),
+            Err(e) => {
+                log::warn!("GPU {} MSM failed, computing it on the CPU: {e}", C::NAME);
+                msm_cpu::<C>(bases, scalars)
+            }
+            ok => ok,
+        },
+        None => msm_cpu::<C>(bases, scalars),
+    }
 }
 
 fn check_lengths(bases: usize, scalars: usize) -> Result<()> {
@@ -596,24 +654,8 @@ impl<C: GpuCurve> MsmKernels<C> {
         }
         timer.resolve(&mut encoder);
         let submission = gpu.queue.submit([encoder.finish()]);
-        let (sender, receiver) = std::sync::mpsc::channel();
-        ws.readback
-            .slice(..)
-            .map_async(wgpu::MapMode::Read, move |r| drop(sender.send(r)));
-        gpu.wait_for(submission.clone())?;
-        receiver
-            .recv()
-            .map_err(|e| Error::device("MSM read-back never completed", e))?
-            .map_err(|e| Error::device("mapping the MSM window sums", e))?;
-        let sums = {
-            let view = ws
-                .readback
-                .slice(..)
-                .get_mapped_range()
-                .map_err(|e| Error::device("reading the MSM window sums", e))?;
-            view.chunks(xyzz as usize).map(C::from_xyzz).collect()
-        };
-        ws.readback.unmap();
+        let bytes = gpu.read_mapped(&ws.readback, submission.clone())?;
+        let sums = bytes.chunks(xyzz as usize).map(C::from_xyzz).collect();
         *self.profile.lock().unwrap_or_else(|e| e.into_inner()) = timer.read(gpu, submission)?;
         Ok(sums)
     }
@@ -719,21 +761,7 @@ impl PassTimer {
         let Some((_, _, read)) = &self.queries else {
             return Ok(Vec::new());
         };
-        let (sender, receiver) = std::sync::mpsc::channel();
-        read.slice(..)
-            .map_async(wgpu::MapMode::Read, move |r| drop(sender.send(r)));
-        gpu.wait_for(submission)?;
-        receiver
-            .recv()
-            .map_err(|e| Error::device("timestamp read-back never completed", e))?
-            .map_err(|e| Error::device("mapping timestamps", e))?;
-        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(
-            &read
-                .slice(..)
-                .get_mapped_range()
-                .map_err(|e| Error::device("reading timestamps", e))?,
-        );
-        read.unmap();
+        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&gpu.read_mapped(read, submission)?);
         let period_ns = gpu.queue.get_timestamp_period() as f64;
         let mut out: Vec<(String, f64)> = Vec::new();
         for (i, label) in self.labels.borrow().iter().enumerate() {
