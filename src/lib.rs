@@ -4,12 +4,14 @@
 //! Layout: [`gpu`] opens devices and builds pipelines from the WGSL in `shaders/`;
 //! [`field`] is the host side of the field elements those shaders compute on, with the CPU
 //! reference (blstrs) behind the same seam as the GPU kernels; [`curve`] and [`msm`] build
-//! Pippenger multi-scalar multiplication for G1 and G2 on them.
+//! Pippenger multi-scalar multiplication for G1 and G2 on them; [`ntt`] the transforms over
+//! Fr that the H polynomial needs, equal to bellperson's.
 
 pub mod curve;
 pub mod error;
 pub mod field;
 pub mod gpu;
 pub mod msm;
+pub mod ntt;
 
 pub use error::{Error, Result};

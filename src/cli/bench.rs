@@ -6,6 +6,7 @@ use wgpu_groth16::curve::{sample_bases, GpuCurve};
 use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
 use wgpu_groth16::msm::{msm_cpu, sample_scalars, MsmConfig, MsmKernels};
+use wgpu_groth16::ntt::{ntt_cpu, NttKernels, NttOp};
 use wgpu_groth16::{Error, Result};
 
 fn rate(x: f64) -> String {
@@ -152,6 +153,54 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
                 .collect();
             println!("|   | GPU passes: {} | | | | | | | | |", parts.join(", "));
         }
+    }
+    Ok(if all_equal {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn ntt(selector: &AdapterSelector, log_ns: &[u32], runs: u32) -> Result<ExitCode> {
+    use wgpu_groth16::field::GpuField;
+    let gpu = GpuContext::new(selector)?;
+    let wide = gpu.preferred_wide_mul();
+    let kernels = NttKernels::new(&gpu, wide)?;
+    println!(
+        "{}; NTT, {wide} path; pipelines built in {}; CPU: bellperson on {} threads",
+        super::adapter_line(&gpu),
+        ms(kernels.compile_time()),
+        rayon::current_num_threads()
+    );
+    println!("| n | GPU forward (data on device, best of {runs}) | bellperson CPU fft | speed-up | equal |");
+    println!("|---|---|---|---|---|");
+    let mut all_equal = true;
+    for &log_n in log_ns {
+        let values = sample_scalars(log_n as u64, 1 << log_n, false);
+        let data = gpu.storage_buffer("ntt bench data", blstrs::Scalar::as_bytes(&values))?;
+        let warm_up = Instant::now();
+        while warm_up.elapsed() < Duration::from_millis(500) {
+            kernels.transform_resident(&data, log_n, NttOp::Forward)?;
+        }
+        let mut best = Duration::MAX;
+        for _ in 0..runs.max(1) {
+            let t = Instant::now();
+            kernels.transform_resident(&data, log_n, NttOp::Forward)?;
+            best = best.min(t.elapsed());
+        }
+        let gpu_result = kernels.transform(&values, NttOp::Forward)?;
+        let t = Instant::now();
+        let cpu_result = ntt_cpu(&values, NttOp::Forward)?;
+        let cpu = t.elapsed();
+        let equal = gpu_result == cpu_result;
+        all_equal &= equal;
+        println!(
+            "| 2^{log_n} | {} | {} | {:.1}x | {} |",
+            ms(best),
+            ms(cpu),
+            cpu.as_secs_f64() / best.as_secs_f64(),
+            if equal { "yes" } else { "NO" }
+        );
     }
     Ok(if all_equal {
         ExitCode::SUCCESS

@@ -59,6 +59,15 @@ enum BenchCommand {
         #[arg(long)]
         threads: Option<u32>,
     },
+    /// GPU NTT (forward, data on the device) beside bellperson's CPU fft, checked.
+    Ntt {
+        /// log2 of the domain size; a comma list runs several sizes.
+        #[arg(long, value_delimiter = ',', default_value = "16")]
+        log_n: Vec<u32>,
+        /// Timed GPU runs per size, after a warm-up; the fastest counts.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+    },
     /// GPU multi-scalar multiplication beside blstrs' multi_exp on this machine's cores.
     Msm {
         /// `g1` or `g2`.
@@ -126,6 +135,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Info => info::run(&selector),
         Command::Demo { random, seed } => demo::run(&selector, random, seed),
         Command::Bench(BenchCommand::Field { threads }) => bench::field(&selector, threads),
+        Command::Bench(BenchCommand::Ntt { log_n, runs }) => bench::ntt(&selector, &log_n, runs),
         Command::Bench(BenchCommand::Msm {
             curve,
             log_n,

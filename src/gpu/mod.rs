@@ -49,6 +49,44 @@ pub fn workgroup_grid(threads: u64, workgroup_size: u32, max_per_dimension: u32)
     }
 }
 
+/// A buffer of uniform blocks, one per dispatch, read through dynamic offsets.
+pub struct UniformArray {
+    buffer: wgpu::Buffer,
+    stride: u64,
+}
+
+impl UniformArray {
+    pub fn new<T: bytemuck::Pod>(gpu: &GpuContext, blocks: &[T]) -> Self {
+        let stride = (gpu.limits.min_uniform_buffer_offset_alignment as u64)
+            .max(std::mem::size_of::<T>() as u64);
+        let mut bytes = vec![0u8; stride as usize * blocks.len().max(1)];
+        for (i, b) in blocks.iter().enumerate() {
+            let at = i * stride as usize;
+            bytes[at..at + std::mem::size_of::<T>()].copy_from_slice(bytemuck::bytes_of(b));
+        }
+        let buffer = gpu
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("dispatch parameters"),
+                contents: &bytes,
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        UniformArray { buffer, stride }
+    }
+
+    pub fn binding(&self, size: usize) -> wgpu::BindingResource<'_> {
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.buffer,
+            offset: 0,
+            size: wgpu::BufferSize::new(size as u64),
+        })
+    }
+
+    pub fn offset(&self, index: usize) -> u32 {
+        (index as u64 * self.stride) as u32
+    }
+}
+
 impl GpuContext {
     /// Builds the pipelines of `entry_points` in one program variant, turning validation and
     /// driver compile failures into [`Error::Pipeline`] instead of a dead device.

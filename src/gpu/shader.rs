@@ -91,18 +91,21 @@ pub enum Program {
     MsmG1,
     /// Pippenger MSM kernels over G2.
     MsmG2,
+    /// Radix-2 NTT over Fr.
+    Ntt,
 }
 
 use Binding::{DynamicUniform, ReadOnly, ReadWrite, Uniform};
 
 impl Program {
-    pub const ALL: [Program; 6] = [
+    pub const ALL: [Program; 7] = [
         Program::FieldOps,
         Program::FieldBench,
         Program::Int64Bench,
         Program::Scan,
         Program::MsmG1,
         Program::MsmG2,
+        Program::Ntt,
     ];
 
     /// The program's binding interface, shared by all its entry points (group 0, bindings
@@ -112,6 +115,7 @@ impl Program {
             Program::FieldOps => &[ReadOnly, ReadOnly, ReadWrite, Uniform],
             Program::FieldBench | Program::Int64Bench => &[ReadOnly, ReadWrite, Uniform],
             Program::Scan => &[DynamicUniform, ReadWrite, ReadWrite],
+            Program::Ntt => &[DynamicUniform, ReadWrite, ReadOnly],
             Program::MsmG1 | Program::MsmG2 => &[
                 DynamicUniform,
                 ReadOnly,
@@ -138,6 +142,7 @@ impl Program {
             Program::Int64Bench => include_str!("../../shaders/int64_bench.wgsl"),
             Program::Scan => include_str!("../../shaders/scan.wgsl"),
             Program::MsmG1 | Program::MsmG2 => include_str!("../../shaders/msm.wgsl"),
+            Program::Ntt => include_str!("../../shaders/ntt.wgsl"),
         }
     }
 
@@ -158,6 +163,7 @@ impl Program {
             Program::Int64Bench | Program::Scan => &[],
             Program::MsmG1 => &[LIMBS, wide.source(), FQ, FR, G1_FIELD, CURVE],
             Program::MsmG2 => &[LIMBS, wide.source(), FQ, FR, FQ2, G2_FIELD, CURVE],
+            Program::Ntt => &[LIMBS, wide.source(), FR],
         };
         let mut text = String::new();
         for part in libraries.iter().chain([&self.main_source()]) {

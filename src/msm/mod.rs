@@ -14,7 +14,9 @@ pub use plan::{MsmConfig, MsmPlan};
 use crate::curve::{GpuCurve, G1, G2};
 use crate::error::{Error, Result};
 use crate::field::GpuField;
-use crate::gpu::{workgroup_grid, AdapterSelector, CompiledProgram, GpuContext, Program, WideMul};
+use crate::gpu::{
+    workgroup_grid, AdapterSelector, CompiledProgram, GpuContext, Program, UniformArray, WideMul,
+};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
 use std::marker::PhantomData;
@@ -247,44 +249,6 @@ impl Workspace {
                 mapped_at_creation: false,
             }),
         }
-    }
-}
-
-/// A buffer of uniform blocks, one per dispatch, read through dynamic offsets.
-struct UniformArray {
-    buffer: wgpu::Buffer,
-    stride: u64,
-}
-
-impl UniformArray {
-    fn new<T: bytemuck::Pod>(gpu: &GpuContext, blocks: &[T]) -> Self {
-        let stride = (gpu.limits.min_uniform_buffer_offset_alignment as u64)
-            .max(std::mem::size_of::<T>() as u64);
-        let mut bytes = vec![0u8; stride as usize * blocks.len().max(1)];
-        for (i, b) in blocks.iter().enumerate() {
-            let at = i * stride as usize;
-            bytes[at..at + std::mem::size_of::<T>()].copy_from_slice(bytemuck::bytes_of(b));
-        }
-        let buffer = gpu
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("dispatch parameters"),
-                contents: &bytes,
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        UniformArray { buffer, stride }
-    }
-
-    fn binding(&self, size: usize) -> wgpu::BindingResource<'_> {
-        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: &self.buffer,
-            offset: 0,
-            size: wgpu::BufferSize::new(size as u64),
-        })
-    }
-
-    fn offset(&self, index: usize) -> u32 {
-        (index as u64 * self.stride) as u32
     }
 }
 

@@ -101,3 +101,24 @@ pub fn msm_kernels<C: wgpu_groth16::curve::GpuCurve>(
     });
     entry.downcast_ref::<MsmKernels<C>>()
 }
+
+/// The NTT kernels of one path on the native adapter, compiled once per test binary.
+pub fn ntt_kernels(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
+    use wgpu_groth16::ntt::NttKernels;
+    static CACHE: OnceLock<Mutex<HashMap<WideMul, &'static NttKernels>>> = OnceLock::new();
+    let gpu = gpu(Target::Native)?;
+    if !gpu.supported_wide_muls().contains(&wide) {
+        assert!(
+            !in_ci(),
+            "CI=true and {} lacks the {wide} path",
+            gpu.describe()
+        );
+        return None;
+    }
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
+    Some(*cache.entry(wide).or_insert_with(|| {
+        Box::leak(Box::new(
+            NttKernels::new(gpu, wide).expect("NTT kernels compile"),
+        ))
+    }))
+}

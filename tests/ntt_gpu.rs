@@ -1,0 +1,117 @@
+//! GPU NTTs equal bellperson's EvaluationDomain element for element (fft, ifft, coset_fft,
+//! icoset_fft), on both wide-multiply paths, for every size 2^0..2^12, random and edge inputs.
+
+mod common;
+
+use blstrs::Scalar;
+use common::ntt_kernels;
+use ff::Field;
+use wgpu_groth16::field::samples::random;
+use wgpu_groth16::gpu::WideMul;
+use wgpu_groth16::ntt::{ntt_cpu, NttKernels, NttOp};
+use wgpu_groth16::Error;
+
+fn assert_equals_bellperson(kernels: &NttKernels, values: &[Scalar], what: &str) {
+    for op in NttOp::ALL {
+        let gpu = kernels.transform(values, op).expect("GPU NTT runs");
+        let cpu = ntt_cpu(values, op).unwrap();
+        if let Some(i) = (0..cpu.len()).find(|&i| gpu[i] != cpu[i]) {
+            panic!(
+                "{op:?} of {what}, n = {}, {} path: element {i}: gpu {:?}, bellperson {:?}",
+                values.len(),
+                kernels.wide_mul(),
+                gpu[i],
+                cpu[i]
+            );
+        }
+    }
+}
+
+fn every_size_equals_bellperson(wide: WideMul) {
+    let Some(kernels) = ntt_kernels(wide) else {
+        return;
+    };
+    for log_n in 0..=12 {
+        let values = random::<Scalar>(log_n as u64, 1 << log_n);
+        assert_equals_bellperson(kernels, &values, "random values");
+    }
+}
+
+fn edge_inputs_equal_bellperson(wide: WideMul) {
+    let Some(kernels) = ntt_kernels(wide) else {
+        return;
+    };
+    for log_n in [0, 1, 5, 10] {
+        let n = 1 << log_n;
+        let mut first_one = vec![Scalar::ZERO; n];
+        first_one[0] = Scalar::ONE;
+        let mut last_one = vec![Scalar::ZERO; n];
+        last_one[n - 1] = Scalar::ONE;
+        for (what, values) in [
+            ("all zeros", vec![Scalar::ZERO; n]),
+            ("a single 1 first", first_one),
+            ("a single 1 last", last_one),
+            ("all r-1", vec![-Scalar::ONE; n]),
+        ] {
+            assert_equals_bellperson(kernels, &values, what);
+        }
+    }
+}
+
+fn round_trips_restore_the_input(wide: WideMul) {
+    let Some(kernels) = ntt_kernels(wide) else {
+        return;
+    };
+    for log_n in [3, 11] {
+        let values = random::<Scalar>(100 + log_n as u64, 1 << log_n);
+        let there = kernels.transform(&values, NttOp::Forward).unwrap();
+        assert_eq!(kernels.transform(&there, NttOp::Inverse).unwrap(), values);
+        let there = kernels.transform(&values, NttOp::CosetForward).unwrap();
+        assert_eq!(
+            kernels.transform(&there, NttOp::CosetInverse).unwrap(),
+            values
+        );
+    }
+}
+
+#[test]
+fn ntt_equals_bellperson_for_every_size_up_to_4096_portable() {
+    every_size_equals_bellperson(WideMul::Portable);
+}
+
+#[test]
+fn ntt_equals_bellperson_for_every_size_up_to_4096_int64() {
+    every_size_equals_bellperson(WideMul::Int64);
+}
+
+#[test]
+fn ntt_equals_bellperson_for_edge_inputs_portable() {
+    edge_inputs_equal_bellperson(WideMul::Portable);
+}
+
+#[test]
+fn ntt_equals_bellperson_for_edge_inputs_int64() {
+    edge_inputs_equal_bellperson(WideMul::Int64);
+}
+
+#[test]
+fn ntt_round_trips_restore_the_input_portable() {
+    round_trips_restore_the_input(WideMul::Portable);
+}
+
+#[test]
+fn ntt_round_trips_restore_the_input_int64() {
+    round_trips_restore_the_input(WideMul::Int64);
+}
+
+#[test]
+fn a_length_that_is_not_a_power_of_two_is_refused() {
+    let Some(kernels) = ntt_kernels(WideMul::Portable) else {
+        return;
+    };
+    let err = kernels
+        .transform(&random::<Scalar>(1, 6), NttOp::Forward)
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidInput(_)), "{err}");
+    assert!(ntt_cpu(&random::<Scalar>(1, 6), NttOp::Forward).is_err());
+}
