@@ -54,71 +54,62 @@ pub fn gpu(target: Target) -> Option<&'static GpuContext> {
     .as_ref()
 }
 
-/// The field kernels of one path on one target, compiled once per test binary. Under
-/// `CI=true` a target that lacks the path fails the test.
-pub fn field_kernels(target: Target, wide: WideMul) -> Option<&'static FieldKernels> {
-    static CACHE: OnceLock<Mutex<HashMap<(Target, WideMul), &'static FieldKernels>>> =
-        OnceLock::new();
+/// The device of `target` if it has the `wide` path. Under `CI=true` a target that lacks the
+/// path fails the test instead of skipping it.
+fn gpu_with_path(target: Target, wide: WideMul) -> Option<&'static GpuContext> {
     let gpu = gpu(target)?;
-    if !gpu.supported_wide_muls().contains(&wide) {
-        assert!(
-            !in_ci(),
-            "CI=true and {} lacks the {wide} path",
-            gpu.describe()
-        );
-        eprintln!("skipping: {} lacks the {wide} path", gpu.describe());
-        return None;
+    if gpu.supported_wide_muls().contains(&wide) {
+        return Some(gpu);
     }
+    assert!(
+        !in_ci(),
+        "CI=true and {} lacks the {wide} path",
+        gpu.describe()
+    );
+    eprintln!("skipping: {} lacks the {wide} path", gpu.describe());
+    None
+}
+
+/// Kernels built once per test binary and key (shader compilation on lavapipe costs
+/// seconds), kept for the binary's whole run.
+fn built_once<T: Send + Sync + 'static>(
+    key: (Target, WideMul, &'static str),
+    build: impl FnOnce() -> T,
+) -> &'static T {
+    use std::any::Any;
+    type Cache = HashMap<(Target, WideMul, &'static str), &'static (dyn Any + Send + Sync)>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
-    Some(*cache.entry((target, wide)).or_insert_with(|| {
-        let kernels = FieldKernels::new(gpu, wide).expect("field kernels compile");
-        Box::leak(Box::new(kernels))
+    let entry = *cache
+        .entry(key)
+        .or_insert_with(|| Box::leak(Box::new(build())));
+    entry.downcast_ref::<T>().expect("one type per key")
+}
+
+/// The field kernels of one path on one target.
+pub fn field_kernels(target: Target, wide: WideMul) -> Option<&'static FieldKernels> {
+    let gpu = gpu_with_path(target, wide)?;
+    Some(built_once((target, wide, "field"), || {
+        FieldKernels::new(gpu, wide).expect("field kernels compile")
     }))
 }
 
-/// The MSM kernels of curve `C` on the native adapter, compiled once per test binary.
+/// The MSM kernels of curve `C` on the native adapter.
 pub fn msm_kernels<C: wgpu_groth16::curve::GpuCurve>(
     wide: WideMul,
 ) -> Option<&'static wgpu_groth16::msm::MsmKernels<C>> {
-    use std::any::Any;
     use wgpu_groth16::msm::{MsmConfig, MsmKernels};
-    type Cache = HashMap<(&'static str, WideMul), &'static (dyn Any + Send + Sync)>;
-    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
-    let gpu = gpu(Target::Native)?;
-    if !gpu.supported_wide_muls().contains(&wide) {
-        assert!(
-            !in_ci(),
-            "CI=true and {} lacks the {wide} path",
-            gpu.describe()
-        );
-        return None;
-    }
-    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
-    let entry = cache.entry((C::NAME, wide)).or_insert_with(|| {
-        let kernels =
-            MsmKernels::<C>::new(gpu, wide, MsmConfig::default()).expect("MSM kernels compile");
-        Box::leak(Box::new(kernels))
-    });
-    entry.downcast_ref::<MsmKernels<C>>()
+    let gpu = gpu_with_path(Target::Native, wide)?;
+    Some(built_once((Target::Native, wide, C::NAME), || {
+        MsmKernels::<C>::new(gpu, wide, MsmConfig::default()).expect("MSM kernels compile")
+    }))
 }
 
-/// The NTT kernels of one path on the native adapter, compiled once per test binary.
+/// The NTT kernels of one path on the native adapter.
 pub fn ntt_kernels(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
     use wgpu_groth16::ntt::NttKernels;
-    static CACHE: OnceLock<Mutex<HashMap<WideMul, &'static NttKernels>>> = OnceLock::new();
-    let gpu = gpu(Target::Native)?;
-    if !gpu.supported_wide_muls().contains(&wide) {
-        assert!(
-            !in_ci(),
-            "CI=true and {} lacks the {wide} path",
-            gpu.describe()
-        );
-        return None;
-    }
-    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
-    Some(*cache.entry(wide).or_insert_with(|| {
-        Box::leak(Box::new(
-            NttKernels::new(gpu, wide).expect("NTT kernels compile"),
-        ))
+    let gpu = gpu_with_path(Target::Native, wide)?;
+    Some(built_once((Target::Native, wide, "ntt"), || {
+        NttKernels::new(gpu, wide).expect("NTT kernels compile")
     }))
 }
