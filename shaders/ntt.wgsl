@@ -12,7 +12,7 @@ struct NttParams {
     // Index in `tables` of the base's lo table; its hi table follows 2^split entries later.
     table: u32,
     split: u32,
-    // Index in `tables` of the factor msm_scale multiplies by.
+    // Index in `tables` of the factor ntt_scale and ntt_h_combine multiply by.
     factor: u32,
     _pad0: u32,
     _pad1: u32,
@@ -23,6 +23,9 @@ const WORKGROUP: u32 = 64u;
 @group(0) @binding(0) var<uniform> params: NttParams;
 @group(0) @binding(1) var<storage, read_write> data: array<Fr>;
 @group(0) @binding(2) var<storage, read> tables: array<Fr>;
+// The H step's other two vectors (ntt_h_combine): b and c evaluated on the coset.
+@group(0) @binding(3) var<storage, read> coset_b: array<Fr>;
+@group(0) @binding(4) var<storage, read> coset_c: array<Fr>;
 
 fn thread_index(id: vec3<u32>, groups: vec3<u32>) -> u32 {
     return id.x + id.y * groups.x * WORKGROUP;
@@ -77,4 +80,14 @@ fn ntt_distribute_powers(@builtin(global_invocation_id) id: vec3<u32>, @builtin(
     let i = thread_index(id, groups);
     if (i >= params.n) { return; }
     data[i] = fr_mul(data[i], table_power(i));
+}
+
+// The H step's pointwise part on the coset: a = (a·b - c) / Z, with 1/Z = tables[factor]
+// (bellperson's mul_assign, sub_assign, divide_by_z_on_coset in one pass).
+@compute @workgroup_size(64)
+fn ntt_h_combine(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = thread_index(id, groups);
+    if (i >= params.n) { return; }
+    let ab = fr_mul(data[i], coset_b[i]);
+    data[i] = fr_mul(fr_sub(ab, coset_c[i]), tables[params.factor]);
 }

@@ -8,7 +8,7 @@ use common::ntt_kernels;
 use ff::Field;
 use wgpu_groth16::field::samples::random;
 use wgpu_groth16::gpu::WideMul;
-use wgpu_groth16::ntt::{ntt_cpu, NttKernels, NttOp};
+use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp};
 use wgpu_groth16::Error;
 
 fn assert_equals_bellperson(kernels: &NttKernels, values: &[Scalar], what: &str) {
@@ -114,4 +114,46 @@ fn a_length_that_is_not_a_power_of_two_is_refused() {
         .unwrap_err();
     assert!(matches!(err, Error::InvalidInput(_)), "{err}");
     assert!(ntt_cpu(&random::<Scalar>(1, 6), NttOp::Forward).is_err());
+}
+
+fn h_step_equals_bellperson(wide: WideMul) {
+    let Some(kernels) = ntt_kernels(wide) else {
+        return;
+    };
+    for len in [1, 2, 3, 5, 64, 100, 1000, 4096] {
+        let a = random::<Scalar>(len as u64, len);
+        let b = random::<Scalar>(len as u64 + 1, len);
+        // c = a·b on most rows, as a satisfied circuit gives, plus a few that differ.
+        let mut c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        for v in c.iter_mut().step_by(7) {
+            *v += Scalar::ONE;
+        }
+        let gpu = kernels.h_coefficients(&a, &b, &c).expect("GPU H step runs");
+        let cpu = h_coefficients_cpu(&a, &b, &c).unwrap();
+        assert_eq!(gpu.len(), len.next_power_of_two() - 1);
+        assert!(
+            gpu == cpu,
+            "H step differs from bellperson: len {len}, {wide} path"
+        );
+    }
+}
+
+#[test]
+fn h_step_equals_bellperson_portable() {
+    h_step_equals_bellperson(WideMul::Portable);
+}
+
+#[test]
+fn h_step_equals_bellperson_int64() {
+    h_step_equals_bellperson(WideMul::Int64);
+}
+
+#[test]
+fn h_step_refuses_vectors_of_different_lengths() {
+    let Some(kernels) = ntt_kernels(WideMul::Portable) else {
+        return;
+    };
+    let v = random::<Scalar>(1, 4);
+    let err = kernels.h_coefficients(&v, &v, &v[..3]).unwrap_err();
+    assert!(err.to_string().contains("differ in length"), "{err}");
 }

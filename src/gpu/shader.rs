@@ -115,7 +115,7 @@ impl Program {
             Program::FieldOps => &[ReadOnly, ReadOnly, ReadWrite, Uniform],
             Program::FieldBench | Program::Int64Bench => &[ReadOnly, ReadWrite, Uniform],
             Program::Scan => &[DynamicUniform, ReadWrite, ReadWrite],
-            Program::Ntt => &[DynamicUniform, ReadWrite, ReadOnly],
+            Program::Ntt => &[DynamicUniform, ReadWrite, ReadOnly, ReadOnly, ReadOnly],
             Program::MsmG1 | Program::MsmG2 => &[
                 DynamicUniform,
                 ReadOnly,

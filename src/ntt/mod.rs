@@ -89,12 +89,13 @@ const COSET: usize = 2;
 const COSET_INV: usize = 3;
 
 /// Power tables of one domain size: for each base b, lo[k] = b^k (k < 2^split) and
-/// hi[k] = b^(k·2^split), then 1/n.
+/// hi[k] = b^(k·2^split); then 1/n, then 1/Z(g) = 1/(g^n - 1) for the H step.
 struct DomainTables {
     buffer: wgpu::Buffer,
     split: u32,
     stride: u32,
     minv: u32,
+    zinv: u32,
 }
 
 impl DomainTables {
@@ -120,13 +121,103 @@ impl DomainTables {
         }
         let minv = table.len() as u32;
         table.push(inverse(Scalar::from(1u64 << log_n)));
+        let zinv = table.len() as u32;
+        table.push(inverse(g.pow_vartime([1u64 << log_n]) - Scalar::ONE));
         Ok(DomainTables {
             buffer: gpu.storage_buffer("ntt power tables", Scalar::as_bytes(&table))?,
             split,
             stride: (lo_len + hi_len) as u32,
             minv,
+            zinv,
         })
     }
+}
+
+fn step_params(
+    tables: &DomainTables,
+    log_n: u32,
+    half: u32,
+    base: usize,
+    factor: u32,
+) -> NttParams {
+    NttParams {
+        n: 1 << log_n,
+        log_n,
+        half,
+        table: base as u32 * tables.stride,
+        split: tables.split,
+        factor,
+        _pad: [0; 2],
+    }
+}
+
+/// Appends the dispatches of `op` as (entry point, parameters, threads).
+fn transform_steps(
+    tables: &DomainTables,
+    log_n: u32,
+    op: NttOp,
+    steps: &mut Vec<(&'static str, NttParams, u32)>,
+) {
+    let n = 1u32 << log_n;
+    let params = |half, base| step_params(tables, log_n, half, base, tables.minv);
+    let transform = |steps: &mut Vec<_>, base: usize| {
+        steps.push(("ntt_bit_reverse", params(1, base), n));
+        for s in 0..log_n {
+            steps.push(("ntt_butterflies", params(1 << s, base), n / 2));
+        }
+    };
+    match op {
+        NttOp::Forward => transform(steps, OMEGA),
+        NttOp::Inverse | NttOp::CosetInverse => {
+            transform(steps, OMEGA_INV);
+            steps.push(("ntt_scale", params(1, OMEGA), n));
+            if op == NttOp::CosetInverse {
+                steps.push(("ntt_distribute_powers", params(1, COSET_INV), n));
+            }
+        }
+        NttOp::CosetForward => {
+            steps.push(("ntt_distribute_powers", params(1, COSET), n));
+            transform(steps, OMEGA);
+        }
+    }
+}
+
+/// The domain size of an H step: the next power of two of the (equal) lengths.
+fn h_domain(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<usize> {
+    if a.len() != b.len() || a.len() != c.len() {
+        return Err(Error::InvalidInput(format!(
+            "a, b, c differ in length: {}, {}, {}",
+            a.len(),
+            b.len(),
+            c.len()
+        )));
+    }
+    let n = a.len().max(1).next_power_of_two();
+    log2_of(n)?;
+    Ok(n)
+}
+
+/// bellperson's H step (`execute_fft` in its native prover), step for step.
+pub fn h_coefficients_cpu(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<Vec<Scalar>> {
+    h_domain(a, b, c)?;
+    let refused = |e: bellperson::SynthesisError| Error::InvalidInput(format!("bellperson: {e}"));
+    let worker = ec_gpu_gen::threadpool::Worker::new();
+    let mut kernel = None;
+    let mut a = EvaluationDomain::from_coeffs(a.to_vec()).map_err(refused)?;
+    let mut b = EvaluationDomain::from_coeffs(b.to_vec()).map_err(refused)?;
+    let mut c = EvaluationDomain::from_coeffs(c.to_vec()).map_err(refused)?;
+    let failed = |e| Error::InvalidInput(format!("bellperson's transform failed: {e}"));
+    EvaluationDomain::ifft_many(&mut [&mut a, &mut b, &mut c], &worker, &mut kernel)
+        .map_err(failed)?;
+    EvaluationDomain::coset_fft_many(&mut [&mut a, &mut b, &mut c], &worker, &mut kernel)
+        .map_err(failed)?;
+    a.mul_assign(&worker, &b);
+    a.sub_assign(&worker, &c);
+    a.divide_by_z_on_coset(&worker);
+    a.icoset_fft(&worker, &mut kernel).map_err(failed)?;
+    let mut h = a.into_coeffs();
+    h.truncate(h.len() - 1);
+    Ok(h)
 }
 
 /// The NTT kernels of one wide-multiply path, with power tables cached per domain size.
@@ -148,6 +239,7 @@ impl NttKernels {
                 "ntt_butterflies",
                 "ntt_scale",
                 "ntt_distribute_powers",
+                "ntt_h_combine",
             ],
         )?;
         Ok(NttKernels {
@@ -204,45 +296,77 @@ impl NttKernels {
         op: NttOp,
     ) -> Result<()> {
         let tables = self.tables(log_n)?;
-        let n = 1u32 << log_n;
-        let params_for = |half: u32, base: usize| NttParams {
-            n,
+        let mut steps = Vec::new();
+        transform_steps(&tables, log_n, op, &mut steps);
+        self.record_steps(
+            encoder,
+            &tables,
             log_n,
-            half,
-            table: base as u32 * tables.stride,
-            split: tables.split,
-            factor: tables.minv,
-            _pad: [0; 2],
+            &steps,
+            [data, &tables.buffer, &tables.buffer],
+        )
+    }
+
+    /// The H polynomial's coefficients exactly as bellperson's prover computes them
+    /// (`execute_fft`): a, b, c (equal lengths) to coefficients (iNTT), to the coset (coset
+    /// NTT), (a·b - c)/Z there, back to coefficients (coset iNTT); all but the last of the n.
+    pub fn h_coefficients(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<Vec<Scalar>> {
+        let n = h_domain(a, b, c)?;
+        let log_n = n.trailing_zeros();
+        let tables = self.tables(log_n)?;
+        let upload = |v: &[Scalar], label| {
+            let mut padded = v.to_vec();
+            padded.resize(n, Scalar::ZERO);
+            self.gpu.storage_buffer(label, Scalar::as_bytes(&padded))
         };
-        // (entry point, parameters, threads) for every dispatch, in order.
-        let mut steps: Vec<(&str, NttParams, u32)> = Vec::new();
-        let transform = |steps: &mut Vec<_>, base: usize| {
-            steps.push(("ntt_bit_reverse", params_for(1, base), n));
-            for s in 0..log_n {
-                steps.push(("ntt_butterflies", params_for(1 << s, base), n / 2));
-            }
-        };
-        match op {
-            NttOp::Forward => transform(&mut steps, OMEGA),
-            NttOp::Inverse | NttOp::CosetInverse => {
-                transform(&mut steps, OMEGA_INV);
-                steps.push(("ntt_scale", params_for(1, OMEGA), n));
-                if op == NttOp::CosetInverse {
-                    steps.push(("ntt_distribute_powers", params_for(1, COSET_INV), n));
-                }
-            }
-            NttOp::CosetForward => {
-                steps.push(("ntt_distribute_powers", params_for(1, COSET), n));
-                transform(&mut steps, OMEGA);
-            }
+        let (da, db, dc) = (upload(a, "h a")?, upload(b, "h b")?, upload(c, "h c")?);
+        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        let mut to_coset = Vec::new();
+        transform_steps(&tables, log_n, NttOp::Inverse, &mut to_coset);
+        transform_steps(&tables, log_n, NttOp::CosetForward, &mut to_coset);
+        for d in [&db, &dc] {
+            self.record_steps(
+                &mut encoder,
+                &tables,
+                log_n,
+                &to_coset,
+                [d, &tables.buffer, &tables.buffer],
+            )?;
         }
+        let mut steps = to_coset;
+        steps.push((
+            "ntt_h_combine",
+            step_params(&tables, log_n, 1, OMEGA, tables.zinv),
+            1 << log_n,
+        ));
+        transform_steps(&tables, log_n, NttOp::CosetInverse, &mut steps);
+        self.record_steps(&mut encoder, &tables, log_n, &steps, [&da, &db, &dc])?;
+        self.gpu.queue.submit([encoder.finish()]);
+        let mut h = Scalar::from_bytes(&self.gpu.read_buffer(&da)?);
+        h.truncate(n - 1);
+        Ok(h)
+    }
+
+    /// Records `steps` over `buffers` = [data, b, c] (b and c only for ntt_h_combine).
+    fn record_steps(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        tables: &DomainTables,
+        log_n: u32,
+        steps: &[(&str, NttParams, u32)],
+        buffers: [&wgpu::Buffer; 3],
+    ) -> Result<()> {
+        self.gpu
+            .check_binding_size((std::mem::size_of::<Scalar>() as u64) << log_n)?;
         let params = UniformArray::new(&self.gpu, &steps.iter().map(|s| s.1).collect::<Vec<_>>());
         let bind_group = self.gpu.bind_group(
             &self.program,
             &[
                 params.binding(std::mem::size_of::<NttParams>()),
-                data.as_entire_binding(),
+                buffers[0].as_entire_binding(),
                 tables.buffer.as_entire_binding(),
+                buffers[1].as_entire_binding(),
+                buffers[2].as_entire_binding(),
             ],
         );
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
