@@ -6,7 +6,7 @@ use wgpu_groth16::curve::{sample_bases, GpuCurve};
 use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
 use wgpu_groth16::msm::{msm_cpu, sample_scalars, MsmConfig, MsmKernels};
-use wgpu_groth16::ntt::{ntt_cpu, NttKernels, NttOp};
+use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp};
 use wgpu_groth16::{Error, Result};
 
 fn rate(x: f64) -> String {
@@ -172,8 +172,8 @@ pub fn ntt(selector: &AdapterSelector, log_ns: &[u32], runs: u32) -> Result<Exit
         ms(kernels.compile_time()),
         rayon::current_num_threads()
     );
-    println!("| n | GPU forward (data on device, best of {runs}) | bellperson CPU fft | speed-up | equal |");
-    println!("|---|---|---|---|---|");
+    println!("| n | step | GPU (best of {runs}) | bellperson CPU | speed-up | equal |");
+    println!("|---|---|---|---|---|---|");
     let mut all_equal = true;
     for &log_n in log_ns {
         let values = sample_scalars(log_n as u64, 1 << log_n, false);
@@ -192,19 +192,43 @@ pub fn ntt(selector: &AdapterSelector, log_ns: &[u32], runs: u32) -> Result<Exit
         let t = Instant::now();
         let cpu_result = ntt_cpu(&values, NttOp::Forward)?;
         let cpu = t.elapsed();
-        let equal = gpu_result == cpu_result;
-        all_equal &= equal;
-        println!(
-            "| 2^{log_n} | {} | {} | {:.1}x | {} |",
-            ms(best),
-            ms(cpu),
-            cpu.as_secs_f64() / best.as_secs_f64(),
-            if equal { "yes" } else { "NO" }
+        all_equal &= print_ntt_row(
+            log_n,
+            "forward NTT, data on the device",
+            best,
+            cpu,
+            gpu_result == cpu_result,
         );
+
+        // The H step from host vectors to host coefficients (uploads and read-back included).
+        let (a, b) = (sample_scalars(log_n as u64 + 1, 1 << log_n, false), &values);
+        let c: Vec<_> = a.iter().zip(b).map(|(x, y)| x * y).collect();
+        let mut best = Duration::MAX;
+        let mut h_gpu = Vec::new();
+        for _ in 0..runs.max(1) {
+            let t = Instant::now();
+            h_gpu = kernels.h_coefficients(&a, b, &c)?;
+            best = best.min(t.elapsed());
+        }
+        let t = Instant::now();
+        let h_cpu = h_coefficients_cpu(&a, b, &c)?;
+        let cpu = t.elapsed();
+        all_equal &= print_ntt_row(log_n, "H step, host to host", best, cpu, h_gpu == h_cpu);
     }
     Ok(if all_equal {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn print_ntt_row(log_n: u32, step: &str, gpu: Duration, cpu: Duration, equal: bool) -> bool {
+    println!(
+        "| 2^{log_n} | {step} | {} | {} | {:.1}x | {} |",
+        ms(gpu),
+        ms(cpu),
+        cpu.as_secs_f64() / gpu.as_secs_f64(),
+        if equal { "yes" } else { "NO" }
+    );
+    equal
 }

@@ -59,7 +59,7 @@ enum BenchCommand {
         #[arg(long)]
         threads: Option<u32>,
     },
-    /// GPU NTT (forward, data on the device) beside bellperson's CPU fft, checked.
+    /// GPU NTT (forward, data on the device) and H step beside bellperson's CPU path, checked.
     Ntt {
         /// log2 of the domain size; a comma list runs several sizes.
         #[arg(long, value_delimiter = ',', default_value = "16")]
