@@ -1,6 +1,11 @@
 // Radix-2 number-theoretic transform over Fr, in place, in the same order as bellperson's
 // EvaluationDomain: bit-reversal, then log2(n) butterfly stages, output in natural order.
 //
+// The vector may be split into 2^part_bits equal parts, one buffer each, so that it can be
+// longer than a binding allows (2^27 Fr is 4 GiB; NVIDIA binds 2 GiB). Each dispatch sees one
+// part as `data` and, for the steps that pair elements of two parts, another as `partner`.
+// One part is the common case and runs the same code.
+//
 // Powers of a base b (ω, ω^-1, the coset generator g, g^-1) come from two small tables,
 // b^e = lo[e mod 2^split] · hi[e >> split], instead of an n-entry table per base.
 
@@ -14,8 +19,20 @@ struct NttParams {
     split: u32,
     // Index in `tables` of the factor ntt_scale and ntt_h_combine multiply by.
     factor: u32,
+    // Invocations of this dispatch.
+    count: u32,
+    // Global index of data[0] (part index · part length).
+    first: u32,
+    // log2 of the number of parts.
+    part_bits: u32,
+    // The part `data` is, and the part `partner` is (bit reversal).
+    part: u32,
+    partner_part: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
 }
 
 const WORKGROUP: u32 = 64u;
@@ -26,6 +43,7 @@ const WORKGROUP: u32 = 64u;
 // The H step's other two vectors (ntt_h_combine): b and c evaluated on the coset.
 @group(0) @binding(3) var<storage, read> coset_b: array<Fr>;
 @group(0) @binding(4) var<storage, read> coset_c: array<Fr>;
+@group(0) @binding(5) var<storage, read_write> partner: array<Fr>;
 
 fn thread_index(id: vec3<u32>, groups: vec3<u32>) -> u32 {
     return id.x + id.y * groups.x * WORKGROUP;
@@ -38,23 +56,44 @@ fn table_power(e: u32) -> Fr {
     return fr_mul(lo, hi);
 }
 
+// The low `bits` bits of x, reversed (0 for no bits: WGSL masks a shift by 32).
+fn reverse_low_bits(x: u32, bits: u32) -> u32 {
+    if (bits == 0u) { return 0u; }
+    return reverseBits(x) >> (32u - bits);
+}
+
+// Swaps x[i] and x[rev(i)] for the elements i of part `part` whose reversal lies in part
+// `partner_part` (partner_part >= part; when equal, `partner` is unused and data is swapped
+// with itself). With i = part·P + o, rev(i) = rev(o)·2^part_bits + rev(part), so the
+// destination part is fixed by o's low part_bits bits: those are the invocations here.
 @compute @workgroup_size(64)
 fn ntt_bit_reverse(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = thread_index(id, groups);
-    if (i >= params.n || params.log_n == 0u) { return; }
-    let j = reverseBits(i) >> (32u - params.log_n);
-    if (i < j) {
-        let t = data[i];
-        data[i] = data[j];
-        data[j] = t;
+    let t = thread_index(id, groups);
+    if (t >= params.count) { return; }
+    let k = params.part_bits;
+    let part_log = params.log_n - k;
+    let o = (t << k) | reverse_low_bits(params.partner_part, k);
+    let reversed = (reverse_low_bits(o, part_log) << k) | reverse_low_bits(params.part, k);
+    let j = reversed & ((1u << part_log) - 1u);
+    if (params.part == params.partner_part) {
+        if (o < j) {
+            let x = data[o];
+            data[o] = data[j];
+            data[j] = x;
+        }
+    } else {
+        let x = data[o];
+        data[o] = partner[j];
+        partner[j] = x;
     }
 }
 
-// One stage: thread t joins x[i] and x[i + half] with twiddle ω_{2·half}^j = ω^(j·n/(2·half)).
+// One stage within a part: x[i] and x[i + half] with twiddle ω^(j·n/(2·half)), j = i mod half
+// (parts are multiples of 2·half long here, so j is the same globally).
 @compute @workgroup_size(64)
 fn ntt_butterflies(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let t = thread_index(id, groups);
-    if (t >= params.n / 2u) { return; }
+    if (t >= params.count) { return; }
     let half = params.half;
     let j = t % half;
     let i0 = (t / half) * 2u * half + j;
@@ -66,11 +105,26 @@ fn ntt_butterflies(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wo
     data[i1] = fr_sub(a, b);
 }
 
+// One stage whose pairs lie in two parts (half >= part length): data[t] with partner[t],
+// the part `half` elements later.
+@compute @workgroup_size(64)
+fn ntt_butterflies_across_parts(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let t = thread_index(id, groups);
+    if (t >= params.count) { return; }
+    let half = params.half;
+    let j = (params.first % half) + t;
+    let w = table_power(j * (params.n / (2u * half)));
+    let a = data[t];
+    let b = fr_mul(partner[t], w);
+    data[t] = fr_add(a, b);
+    partner[t] = fr_sub(a, b);
+}
+
 // x[i] *= tables[factor] (1/n after an inverse transform).
 @compute @workgroup_size(64)
 fn ntt_scale(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
-    if (i >= params.n) { return; }
+    if (i >= params.count) { return; }
     data[i] = fr_mul(data[i], tables[params.factor]);
 }
 
@@ -78,8 +132,8 @@ fn ntt_scale(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgrou
 @compute @workgroup_size(64)
 fn ntt_distribute_powers(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
-    if (i >= params.n) { return; }
-    data[i] = fr_mul(data[i], table_power(i));
+    if (i >= params.count) { return; }
+    data[i] = fr_mul(data[i], table_power(params.first + i));
 }
 
 // The H step's pointwise part on the coset: a = (a·b - c) / Z, with 1/Z = tables[factor]
@@ -87,7 +141,7 @@ fn ntt_distribute_powers(@builtin(global_invocation_id) id: vec3<u32>, @builtin(
 @compute @workgroup_size(64)
 fn ntt_h_combine(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
-    if (i >= params.n) { return; }
+    if (i >= params.count) { return; }
     let ab = fr_mul(data[i], coset_b[i]);
     data[i] = fr_mul(fr_sub(ab, coset_c[i]), tables[params.factor]);
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use blstrs::Scalar;
-use common::ntt_kernels;
+use common::{ntt_kernels, ntt_kernels_in_parts};
 use ff::Field;
 use wgpu_groth16::field::samples::random;
 use wgpu_groth16::gpu::WideMul;
@@ -156,4 +156,50 @@ fn h_step_refuses_vectors_of_different_lengths() {
     let v = random::<Scalar>(1, 4);
     let err = kernels.h_coefficients(&v, &v, &v[..3]).unwrap_err();
     assert!(err.to_string().contains("differ in length"), "{err}");
+}
+
+fn parts_path_equals_bellperson(wide: WideMul) {
+    let Some(kernels) = ntt_kernels_in_parts(wide) else {
+        return;
+    };
+    for log_n in [6, 8, 9, 10, 12] {
+        let values = random::<Scalar>(200 + log_n as u64, 1 << log_n);
+        let vector = kernels.upload(&values, log_n).unwrap();
+        assert_eq!(
+            vector.parts.len() > 1,
+            log_n > 7,
+            "2^{log_n} in {} parts",
+            vector.parts.len()
+        );
+        assert_equals_bellperson(kernels, &values, "random values in parts");
+    }
+    let len = 3000;
+    let (a, b) = (random::<Scalar>(5, len), random::<Scalar>(6, len));
+    let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y + Scalar::ONE).collect();
+    let gpu = kernels.h_coefficients(&a, &b, &c).unwrap();
+    assert!(
+        gpu == h_coefficients_cpu(&a, &b, &c).unwrap(),
+        "H step in parts, {wide}"
+    );
+}
+
+#[test]
+fn ntt_over_several_buffers_equals_bellperson_portable() {
+    parts_path_equals_bellperson(WideMul::Portable);
+}
+
+#[test]
+fn ntt_over_several_buffers_equals_bellperson_int64() {
+    parts_path_equals_bellperson(WideMul::Int64);
+}
+
+#[test]
+fn a_vector_too_large_for_parts_under_the_limit_is_refused() {
+    let Some(kernels) = ntt_kernels_in_parts(WideMul::Portable) else {
+        return;
+    };
+    // 2^16 elements in parts of 128 would need 512 parts of 2^7: more parts than elements
+    // per part, which the bit reversal between parts does not handle.
+    let err = kernels.upload(&[], 16).err().expect("refused");
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
 }

@@ -162,7 +162,6 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
 }
 
 pub fn ntt(selector: &AdapterSelector, log_ns: &[u32], runs: u32) -> Result<ExitCode> {
-    use wgpu_groth16::field::GpuField;
     let gpu = GpuContext::new(selector)?;
     let wide = gpu.preferred_wide_mul();
     let kernels = NttKernels::new(&gpu, wide)?;
@@ -177,15 +176,15 @@ pub fn ntt(selector: &AdapterSelector, log_ns: &[u32], runs: u32) -> Result<Exit
     let mut all_equal = true;
     for &log_n in log_ns {
         let values = sample_scalars(log_n as u64, 1 << log_n, false);
-        let data = gpu.storage_buffer("ntt bench data", blstrs::Scalar::as_bytes(&values))?;
+        let data = kernels.upload(&values, log_n)?;
         let warm_up = Instant::now();
         while warm_up.elapsed() < Duration::from_millis(500) {
-            kernels.transform_resident(&data, log_n, NttOp::Forward)?;
+            kernels.transform_resident(&data, NttOp::Forward)?;
         }
         let mut best = Duration::MAX;
         for _ in 0..runs.max(1) {
             let t = Instant::now();
-            kernels.transform_resident(&data, log_n, NttOp::Forward)?;
+            kernels.transform_resident(&data, NttOp::Forward)?;
             best = best.min(t.elapsed());
         }
         let gpu_result = kernels.transform(&values, NttOp::Forward)?;

@@ -115,7 +115,14 @@ impl Program {
             Program::FieldOps => &[ReadOnly, ReadOnly, ReadWrite, Uniform],
             Program::FieldBench | Program::Int64Bench => &[ReadOnly, ReadWrite, Uniform],
             Program::Scan => &[DynamicUniform, ReadWrite, ReadWrite],
-            Program::Ntt => &[DynamicUniform, ReadWrite, ReadOnly, ReadOnly, ReadOnly],
+            Program::Ntt => &[
+                DynamicUniform,
+                ReadWrite,
+                ReadOnly,
+                ReadOnly,
+                ReadOnly,
+                ReadWrite,
+            ],
             Program::MsmG1 | Program::MsmG2 => &[
                 DynamicUniform,
                 ReadOnly,

@@ -71,7 +71,7 @@ pub fn ntt_cpu(values: &[Scalar], op: NttOp) -> Result<Vec<Scalar>> {
 
 /// Mirrors `NttParams` in ntt.wgsl.
 #[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
 struct NttParams {
     n: u32,
     log_n: u32,
@@ -79,7 +79,12 @@ struct NttParams {
     table: u32,
     split: u32,
     factor: u32,
-    _pad: [u32; 2],
+    count: u32,
+    first: u32,
+    part_bits: u32,
+    part: u32,
+    partner_part: u32,
+    _pad: [u32; 5],
 }
 
 /// Bases whose powers the kernels take from tables, in table order.
@@ -133,50 +138,109 @@ impl DomainTables {
     }
 }
 
-fn step_params(
-    tables: &DomainTables,
-    log_n: u32,
-    half: u32,
-    base: usize,
-    factor: u32,
-) -> NttParams {
-    NttParams {
-        n: 1 << log_n,
-        log_n,
-        half,
-        table: base as u32 * tables.stride,
-        split: tables.split,
-        factor,
-        _pad: [0; 2],
+/// A vector on the device as 2^part_bits equal parts, one buffer each.
+pub struct DeviceVector {
+    pub parts: Vec<wgpu::Buffer>,
+    pub log_n: u32,
+    pub part_bits: u32,
+}
+
+impl DeviceVector {
+    fn part_len(&self) -> u32 {
+        1 << (self.log_n - self.part_bits)
     }
 }
 
-/// Appends the dispatches of `op` as (entry point, parameters, threads).
+/// Which buffers one dispatch binds: `data`, and `partner` / H-step vectors where used.
+#[derive(Clone, Copy)]
+enum Binds {
+    Part(usize),
+    Pair(usize, usize),
+    HCombine(usize),
+}
+
+/// One dispatch: entry point, parameters, bindings.
+type Step = (&'static str, NttParams, Binds);
+
+/// Appends the dispatches of `op` over a vector of 2^log_n elements in 2^part_bits parts.
 fn transform_steps(
     tables: &DomainTables,
     log_n: u32,
+    part_bits: u32,
     op: NttOp,
-    steps: &mut Vec<(&'static str, NttParams, u32)>,
+    steps: &mut Vec<Step>,
 ) {
-    let n = 1u32 << log_n;
-    let params = |half, base| step_params(tables, log_n, half, base, tables.minv);
-    let transform = |steps: &mut Vec<_>, base: usize| {
-        steps.push(("ntt_bit_reverse", params(1, base), n));
+    let parts = 1u32 << part_bits;
+    let part_len = 1u32 << (log_n - part_bits);
+    let base_params = |base: usize, part: u32| NttParams {
+        n: 1 << log_n,
+        log_n,
+        table: base as u32 * tables.stride,
+        split: tables.split,
+        factor: tables.minv,
+        count: part_len,
+        first: part * part_len,
+        part_bits,
+        part,
+        ..Default::default()
+    };
+    let per_part = |steps: &mut Vec<Step>, entry, base| {
+        for p in 0..parts {
+            steps.push((entry, base_params(base, p), Binds::Part(p as usize)));
+        }
+    };
+    let transform = |steps: &mut Vec<Step>, base: usize| {
+        // Bit reversal: every pair of parts (p, q), p <= q, swaps the elements between them.
+        for p in 0..parts {
+            for q in p..parts {
+                let params = NttParams {
+                    count: part_len >> part_bits,
+                    partner_part: q,
+                    ..base_params(base, p)
+                };
+                let binds = if p == q {
+                    Binds::Part(p as usize)
+                } else {
+                    Binds::Pair(p as usize, q as usize)
+                };
+                steps.push(("ntt_bit_reverse", params, binds));
+            }
+        }
         for s in 0..log_n {
-            steps.push(("ntt_butterflies", params(1 << s, base), n / 2));
+            let half = 1u32 << s;
+            if half < part_len {
+                for p in 0..parts {
+                    let params = NttParams {
+                        half,
+                        count: part_len / 2,
+                        ..base_params(base, p)
+                    };
+                    steps.push(("ntt_butterflies", params, Binds::Part(p as usize)));
+                }
+            } else {
+                let apart = half / part_len;
+                for p in (0..parts).filter(|p| p % (2 * apart) < apart) {
+                    let params = NttParams {
+                        half,
+                        ..base_params(base, p)
+                    };
+                    let binds = Binds::Pair(p as usize, (p + apart) as usize);
+                    steps.push(("ntt_butterflies_across_parts", params, binds));
+                }
+            }
         }
     };
     match op {
         NttOp::Forward => transform(steps, OMEGA),
         NttOp::Inverse | NttOp::CosetInverse => {
             transform(steps, OMEGA_INV);
-            steps.push(("ntt_scale", params(1, OMEGA), n));
+            per_part(steps, "ntt_scale", OMEGA);
             if op == NttOp::CosetInverse {
-                steps.push(("ntt_distribute_powers", params(1, COSET_INV), n));
+                per_part(steps, "ntt_distribute_powers", COSET_INV);
             }
         }
         NttOp::CosetForward => {
-            steps.push(("ntt_distribute_powers", params(1, COSET), n));
+            per_part(steps, "ntt_distribute_powers", COSET);
             transform(steps, OMEGA);
         }
     }
@@ -225,6 +289,10 @@ pub struct NttKernels {
     gpu: GpuContext,
     program: CompiledProgram,
     tables: Mutex<HashMap<u32, Arc<DomainTables>>>,
+    /// Bound where a kernel's optional binding is unused.
+    placeholder: wgpu::Buffer,
+    /// Cap on one part's bytes, below the device's binding limit (tests lower it).
+    max_binding_bytes: Option<u64>,
 }
 
 const WORKGROUP: u32 = 64;
@@ -237,6 +305,7 @@ impl NttKernels {
             &[
                 "ntt_bit_reverse",
                 "ntt_butterflies",
+                "ntt_butterflies_across_parts",
                 "ntt_scale",
                 "ntt_distribute_powers",
                 "ntt_h_combine",
@@ -246,7 +315,16 @@ impl NttKernels {
             gpu: gpu.clone(),
             program,
             tables: Mutex::new(HashMap::new()),
+            placeholder: gpu.storage_buffer("ntt placeholder", &[0; 32])?,
+            max_binding_bytes: None,
         })
+    }
+
+    /// Splits vectors into parts of at most `bytes` (a power-of-two number of elements),
+    /// below the device's own limit: the multi-buffer path, tested at small sizes.
+    pub fn with_binding_limit(mut self, bytes: u64) -> Self {
+        self.max_binding_bytes = Some(bytes);
+        self
     }
 
     pub fn wide_mul(&self) -> WideMul {
@@ -267,44 +345,73 @@ impl NttKernels {
         Ok(tables)
     }
 
+    /// Uploads `values` (zero-padded to 2^log_n) in as many parts as the binding limit needs.
+    pub fn upload(&self, values: &[Scalar], log_n: u32) -> Result<DeviceVector> {
+        let limit = self
+            .gpu
+            .limits
+            .max_storage_buffer_binding_size
+            .min(self.gpu.limits.max_buffer_size)
+            .min(self.max_binding_bytes.unwrap_or(u64::MAX));
+        let element = std::mem::size_of::<Scalar>() as u64;
+        let fit = limit / element;
+        if fit == 0 {
+            return Err(Error::TooLarge {
+                what: "one Fr element",
+                needed: element,
+                limit,
+            });
+        }
+        // Parts hold a power of two of elements, and no more parts than elements per part
+        // (the bit reversal between parts relies on it).
+        let mut part_bits = 0;
+        while (1u64 << (log_n - part_bits)) > fit || (log_n - part_bits) < part_bits {
+            if (log_n - part_bits) <= part_bits {
+                return Err(Error::TooLarge {
+                    what: "an NTT of this size in parts",
+                    needed: element << log_n,
+                    limit,
+                });
+            }
+            part_bits += 1;
+        }
+        let part_len = 1usize << (log_n - part_bits);
+        let mut padded = values.to_vec();
+        padded.resize(1 << log_n, Scalar::ZERO);
+        let parts = padded
+            .chunks(part_len)
+            .map(|part| self.gpu.storage_buffer("ntt part", Scalar::as_bytes(part)))
+            .collect::<Result<_>>()?;
+        Ok(DeviceVector {
+            parts,
+            log_n,
+            part_bits,
+        })
+    }
+
+    /// The vector's elements, read back.
+    pub fn download(&self, vector: &DeviceVector) -> Result<Vec<Scalar>> {
+        let mut out = Vec::with_capacity(1 << vector.log_n);
+        for part in &vector.parts {
+            out.extend(Scalar::from_bytes(&self.gpu.read_buffer(part)?));
+        }
+        Ok(out)
+    }
+
     /// `op` on `values` (a power-of-two length): upload, transform, read back.
     pub fn transform(&self, values: &[Scalar], op: NttOp) -> Result<Vec<Scalar>> {
-        let log_n = log2_of(values.len())?;
-        let data = self
-            .gpu
-            .storage_buffer("ntt data", Scalar::as_bytes(values))?;
-        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
-        self.record(&mut encoder, &data, log_n, op)?;
-        self.gpu.queue.submit([encoder.finish()]);
-        Ok(Scalar::from_bytes(&self.gpu.read_buffer(&data)?))
+        let vector = self.upload(values, log2_of(values.len())?)?;
+        self.transform_resident(&vector, op)?;
+        self.download(&vector)
     }
 
-    /// `op` on the 2^log_n elements already in `data` (on the device), waiting for it.
-    pub fn transform_resident(&self, data: &wgpu::Buffer, log_n: u32, op: NttOp) -> Result<()> {
-        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
-        self.record(&mut encoder, data, log_n, op)?;
-        let submission = self.gpu.queue.submit([encoder.finish()]);
-        self.gpu.wait_for(submission)
-    }
-
-    /// Records `op` on the 2^log_n elements of `data` (on the device) into `encoder`.
-    pub fn record(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        data: &wgpu::Buffer,
-        log_n: u32,
-        op: NttOp,
-    ) -> Result<()> {
-        let tables = self.tables(log_n)?;
+    /// `op` on a vector already on the device, waiting for it.
+    pub fn transform_resident(&self, vector: &DeviceVector, op: NttOp) -> Result<()> {
+        let tables = self.tables(vector.log_n)?;
         let mut steps = Vec::new();
-        transform_steps(&tables, log_n, op, &mut steps);
-        self.record_steps(
-            encoder,
-            &tables,
-            log_n,
-            &steps,
-            [data, &tables.buffer, &tables.buffer],
-        )
+        transform_steps(&tables, vector.log_n, vector.part_bits, op, &mut steps);
+        let submission = self.submit(&tables, &steps, [vector, vector, vector])?;
+        self.gpu.wait_for(submission)
     }
 
     /// The H polynomial's coefficients exactly as bellperson's prover computes them
@@ -314,72 +421,107 @@ impl NttKernels {
         let n = h_domain(a, b, c)?;
         let log_n = n.trailing_zeros();
         let tables = self.tables(log_n)?;
-        let upload = |v: &[Scalar], label| {
-            let mut padded = v.to_vec();
-            padded.resize(n, Scalar::ZERO);
-            self.gpu.storage_buffer(label, Scalar::as_bytes(&padded))
-        };
-        let (da, db, dc) = (upload(a, "h a")?, upload(b, "h b")?, upload(c, "h c")?);
-        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        let (da, db, dc) = (
+            self.upload(a, log_n)?,
+            self.upload(b, log_n)?,
+            self.upload(c, log_n)?,
+        );
+        let part_bits = da.part_bits;
         let mut to_coset = Vec::new();
-        transform_steps(&tables, log_n, NttOp::Inverse, &mut to_coset);
-        transform_steps(&tables, log_n, NttOp::CosetForward, &mut to_coset);
+        transform_steps(&tables, log_n, part_bits, NttOp::Inverse, &mut to_coset);
+        transform_steps(
+            &tables,
+            log_n,
+            part_bits,
+            NttOp::CosetForward,
+            &mut to_coset,
+        );
         for d in [&db, &dc] {
-            self.record_steps(
-                &mut encoder,
-                &tables,
-                log_n,
-                &to_coset,
-                [d, &tables.buffer, &tables.buffer],
-            )?;
+            self.submit(&tables, &to_coset, [d, d, d])?;
         }
         let mut steps = to_coset;
-        steps.push((
-            "ntt_h_combine",
-            step_params(&tables, log_n, 1, OMEGA, tables.zinv),
-            1 << log_n,
-        ));
-        transform_steps(&tables, log_n, NttOp::CosetInverse, &mut steps);
-        self.record_steps(&mut encoder, &tables, log_n, &steps, [&da, &db, &dc])?;
-        self.gpu.queue.submit([encoder.finish()]);
-        let mut h = Scalar::from_bytes(&self.gpu.read_buffer(&da)?);
+        for p in 0..da.parts.len() {
+            let params = NttParams {
+                n: n as u32,
+                log_n,
+                factor: tables.zinv,
+                count: da.part_len(),
+                ..Default::default()
+            };
+            steps.push(("ntt_h_combine", params, Binds::HCombine(p)));
+        }
+        transform_steps(&tables, log_n, part_bits, NttOp::CosetInverse, &mut steps);
+        self.submit(&tables, &steps, [&da, &db, &dc])?;
+        let mut h = self.download(&da)?;
         h.truncate(n - 1);
         Ok(h)
     }
 
-    /// Records `steps` over `buffers` = [data, b, c] (b and c only for ntt_h_combine).
-    fn record_steps(
+    /// Records and submits `steps` over `vectors` = [data, b, c] (b and c only for the H
+    /// step's combine).
+    fn submit(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
         tables: &DomainTables,
-        log_n: u32,
-        steps: &[(&str, NttParams, u32)],
-        buffers: [&wgpu::Buffer; 3],
-    ) -> Result<()> {
-        self.gpu
-            .check_binding_size((std::mem::size_of::<Scalar>() as u64) << log_n)?;
+        steps: &[Step],
+        vectors: [&DeviceVector; 3],
+    ) -> Result<wgpu::SubmissionIndex> {
         let params = UniformArray::new(&self.gpu, &steps.iter().map(|s| s.1).collect::<Vec<_>>());
-        let bind_group = self.gpu.bind_group(
-            &self.program,
-            &[
-                params.binding(std::mem::size_of::<NttParams>()),
-                buffers[0].as_entire_binding(),
-                tables.buffer.as_entire_binding(),
-                buffers[1].as_entire_binding(),
-                buffers[2].as_entire_binding(),
-            ],
-        );
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("ntt"),
-            timestamp_writes: None,
-        });
-        let max = self.gpu.limits.max_compute_workgroups_per_dimension;
-        for (i, (entry, _, threads)) in steps.iter().enumerate() {
-            pass.set_pipeline(self.program.pipeline(entry)?);
-            pass.set_bind_group(0, &bind_group, &[params.offset(i)]);
-            let (x, y) = workgroup_grid(*threads as u64, WORKGROUP, max);
-            pass.dispatch_workgroups(x, y, 1);
+        let mut groups: HashMap<(u8, usize, usize), wgpu::BindGroup> = HashMap::new();
+        let mut bind = |binds: Binds| {
+            let (key, data, partner, b, c) = match binds {
+                Binds::Part(p) => (
+                    (0, p, 0),
+                    &vectors[0].parts[p],
+                    &self.placeholder,
+                    &tables.buffer,
+                    &tables.buffer,
+                ),
+                Binds::Pair(p, q) => (
+                    (1, p, q),
+                    &vectors[0].parts[p],
+                    &vectors[0].parts[q],
+                    &tables.buffer,
+                    &tables.buffer,
+                ),
+                Binds::HCombine(p) => (
+                    (2, p, 0),
+                    &vectors[0].parts[p],
+                    &self.placeholder,
+                    &vectors[1].parts[p],
+                    &vectors[2].parts[p],
+                ),
+            };
+            groups
+                .entry(key)
+                .or_insert_with(|| {
+                    self.gpu.bind_group(
+                        &self.program,
+                        &[
+                            params.binding(std::mem::size_of::<NttParams>()),
+                            data.as_entire_binding(),
+                            tables.buffer.as_entire_binding(),
+                            b.as_entire_binding(),
+                            c.as_entire_binding(),
+                            partner.as_entire_binding(),
+                        ],
+                    )
+                })
+                .clone()
+        };
+        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("ntt"),
+                timestamp_writes: None,
+            });
+            let max = self.gpu.limits.max_compute_workgroups_per_dimension;
+            for (i, (entry, step, binds)) in steps.iter().enumerate() {
+                pass.set_pipeline(self.program.pipeline(entry)?);
+                pass.set_bind_group(0, &bind(*binds), &[params.offset(i)]);
+                let (x, y) = workgroup_grid(step.count as u64, WORKGROUP, max);
+                pass.dispatch_workgroups(x, y, 1);
+            }
         }
-        Ok(())
+        Ok(self.gpu.queue.submit([encoder.finish()]))
     }
 }

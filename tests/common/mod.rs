@@ -113,3 +113,15 @@ pub fn ntt_kernels(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKerne
         NttKernels::new(gpu, wide).expect("NTT kernels compile")
     }))
 }
+
+/// NTT kernels that split vectors into parts of at most 4 KiB (128 elements): the
+/// multi-buffer path that vectors over the device's binding limit take.
+pub fn ntt_kernels_in_parts(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
+    use wgpu_groth16::ntt::NttKernels;
+    let gpu = gpu_with_path(Target::Native, wide)?;
+    Some(built_once((Target::Native, wide, "ntt in parts"), || {
+        NttKernels::new(gpu, wide)
+            .expect("NTT kernels compile")
+            .with_binding_limit(4096)
+    }))
+}
