@@ -12,7 +12,7 @@
 struct NttParams {
     n: u32,
     log_n: u32,
-    // Butterfly half-size of this stage (1, 2, 4, ... n/2).
+    // ntt_butterflies_across_parts: the stage's half-size (a multiple of the part length).
     half: u32,
     // Index in `tables` of the base's lo table; its hi table follows 2^split entries later.
     table: u32,
@@ -28,11 +28,12 @@ struct NttParams {
     // The part `data` is, and the part `partner` is (bit reversal).
     part: u32,
     partner_part: u32,
+    // ntt_butterflies_local: the first stage (log2 of its half-size) and how many stages.
+    stage: u32,
+    stages: u32,
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
-    _pad3: u32,
-    _pad4: u32,
 }
 
 const WORKGROUP: u32 = 64u;
@@ -88,21 +89,45 @@ fn ntt_bit_reverse(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wo
     }
 }
 
-// One stage within a part: x[i] and x[i + half] with twiddle ω^(j·n/(2·half)), j = i mod half
-// (parts are multiples of 2·half long here, so j is the same globally).
-@compute @workgroup_size(64)
-fn ntt_butterflies(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let t = thread_index(id, groups);
-    if (t >= params.count) { return; }
-    let half = params.half;
-    let j = t % half;
-    let i0 = (t / half) * 2u * half + j;
-    let i1 = i0 + half;
-    let w = table_power(j * (params.n / (2u * half)));
-    let a = data[i0];
-    let b = fr_mul(data[i1], w);
-    data[i0] = fr_add(a, b);
-    data[i1] = fr_sub(a, b);
+const LOCAL_BITS: u32 = 8u;
+var<workgroup> tile: array<Fr, 256>;
+
+// Up to LOCAL_BITS consecutive stages in workgroup memory, so the vector crosses memory once
+// for them instead of once per stage. Stages s..s+b-1 only combine elements that agree on
+// every index bit outside [s, s+b): a block is {base + j·2^s : j < 2^b}, loaded into `tile`,
+// where stage s+t pairs j with j + 2^t. (s = 0 is a contiguous block.)
+@compute @workgroup_size(128)
+fn ntt_butterflies_local(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let block = wid.x + wid.y * groups.x;
+    if (block >= params.count) { return; }
+    let s = params.stage;
+    let size = 1u << params.stages;
+    let r = block & ((1u << s) - 1u);
+    let base = ((block >> s) << (s + params.stages)) + r;
+    let has_pair = lid < size / 2u;
+    if (has_pair) {
+        tile[lid] = data[base + (lid << s)];
+        tile[lid + size / 2u] = data[base + ((lid + size / 2u) << s)];
+    }
+    workgroupBarrier();
+    for (var t = 0u; t < params.stages; t++) {
+        if (has_pair) {
+            let half = 1u << t;
+            let jj = lid % half;
+            let j0 = (lid / half) * 2u * half + jj;
+            // Global stage s + t, half-size m = 2^(s+t): the pair's index mod m is r + jj·2^s.
+            let w = table_power(((jj << s) + r) * (params.n >> (s + t + 1u)));
+            let a = tile[j0];
+            let b = fr_mul(tile[j0 + half], w);
+            tile[j0] = fr_add(a, b);
+            tile[j0 + half] = fr_sub(a, b);
+        }
+        workgroupBarrier();
+    }
+    if (has_pair) {
+        data[base + (lid << s)] = tile[lid];
+        data[base + ((lid + size / 2u) << s)] = tile[lid + size / 2u];
+    }
 }
 
 // One stage whose pairs lie in two parts (half >= part length): data[t] with partner[t],

@@ -84,7 +84,9 @@ struct NttParams {
     part_bits: u32,
     part: u32,
     partner_part: u32,
-    _pad: [u32; 5],
+    stage: u32,
+    stages: u32,
+    _pad: [u32; 3],
 }
 
 /// Bases whose powers the kernels take from tables, in table order.
@@ -206,27 +208,33 @@ fn transform_steps(
                 steps.push(("ntt_bit_reverse", params, binds));
             }
         }
-        for s in 0..log_n {
+        // Stages within a part, LOCAL_BITS at a time in workgroup memory.
+        let part_log = log_n - part_bits;
+        let mut s = 0;
+        while s < part_log {
+            let stages = LOCAL_BITS.min(part_log - s);
+            for p in 0..parts {
+                let params = NttParams {
+                    stage: s,
+                    stages,
+                    count: part_len >> stages,
+                    ..base_params(base, p)
+                };
+                steps.push(("ntt_butterflies_local", params, Binds::Part(p as usize)));
+            }
+            s += stages;
+        }
+        // Stages whose pairs lie in two parts, one at a time.
+        for s in part_log..log_n {
             let half = 1u32 << s;
-            if half < part_len {
-                for p in 0..parts {
-                    let params = NttParams {
-                        half,
-                        count: part_len / 2,
-                        ..base_params(base, p)
-                    };
-                    steps.push(("ntt_butterflies", params, Binds::Part(p as usize)));
-                }
-            } else {
-                let apart = half / part_len;
-                for p in (0..parts).filter(|p| p % (2 * apart) < apart) {
-                    let params = NttParams {
-                        half,
-                        ..base_params(base, p)
-                    };
-                    let binds = Binds::Pair(p as usize, (p + apart) as usize);
-                    steps.push(("ntt_butterflies_across_parts", params, binds));
-                }
+            let apart = half / part_len;
+            for p in (0..parts).filter(|p| p % (2 * apart) < apart) {
+                let params = NttParams {
+                    half,
+                    ..base_params(base, p)
+                };
+                let binds = Binds::Pair(p as usize, (p + apart) as usize);
+                steps.push(("ntt_butterflies_across_parts", params, binds));
             }
         }
     };
@@ -296,6 +304,9 @@ pub struct NttKernels {
 }
 
 const WORKGROUP: u32 = 64;
+/// Stages ntt_butterflies_local does in one pass, and its workgroup size (pairs per block).
+const LOCAL_BITS: u32 = 8;
+const LOCAL_WORKGROUP: u32 = 128;
 
 impl NttKernels {
     pub fn new(gpu: &GpuContext, wide_mul: WideMul) -> Result<Self> {
@@ -304,7 +315,7 @@ impl NttKernels {
             wide_mul,
             &[
                 "ntt_bit_reverse",
-                "ntt_butterflies",
+                "ntt_butterflies_local",
                 "ntt_butterflies_across_parts",
                 "ntt_scale",
                 "ntt_distribute_powers",
@@ -518,7 +529,16 @@ impl NttKernels {
             for (i, (entry, step, binds)) in steps.iter().enumerate() {
                 pass.set_pipeline(self.program.pipeline(entry)?);
                 pass.set_bind_group(0, &bind(*binds), &[params.offset(i)]);
-                let (x, y) = workgroup_grid(step.count as u64, WORKGROUP, max);
+                // The local kernel's count is blocks, one workgroup each.
+                let (x, y) = if *entry == "ntt_butterflies_local" {
+                    workgroup_grid(
+                        step.count as u64 * LOCAL_WORKGROUP as u64,
+                        LOCAL_WORKGROUP,
+                        max,
+                    )
+                } else {
+                    workgroup_grid(step.count as u64, WORKGROUP, max)
+                };
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
