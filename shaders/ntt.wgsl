@@ -12,7 +12,7 @@
 struct NttParams {
     n: u32,
     log_n: u32,
-    // ntt_butterflies_across_parts: the stage's half-size (a multiple of the part length).
+    // ntt_butterflies(_across_parts): the stage's half-size.
     half: u32,
     // Index in `tables` of the base's lo table; its hi table follows 2^split entries later.
     table: u32,
@@ -89,11 +89,29 @@ fn ntt_bit_reverse(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wo
     }
 }
 
+// One stage within a part: x[i] and x[i + half] with twiddle ω^(j·n/(2·half)), j = i mod half
+// (parts are multiples of 2·half long here, so j is the same globally).
+@compute @workgroup_size(64)
+fn ntt_butterflies(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let t = thread_index(id, groups);
+    if (t >= params.count) { return; }
+    let half = params.half;
+    let j = t % half;
+    let i0 = (t / half) * 2u * half + j;
+    let i1 = i0 + half;
+    let w = table_power(j * (params.n / (2u * half)));
+    let a = data[i0];
+    let b = fr_mul(data[i1], w);
+    data[i0] = fr_add(a, b);
+    data[i1] = fr_sub(a, b);
+}
+
 const LOCAL_BITS: u32 = 8u;
 var<workgroup> tile: array<Fr, 256>;
 
 // Up to LOCAL_BITS consecutive stages in workgroup memory, so the vector crosses memory once
-// for them instead of once per stage. Stages s..s+b-1 only combine elements that agree on
+// for them instead of once per stage (chosen per adapter: lavapipe runs it far slower than
+// ntt_butterflies, its barriers being costly on a CPU). Stages s..s+b-1 only combine elements that agree on
 // every index bit outside [s, s+b): a block is {base + j·2^s : j < 2^b}, loaded into `tile`,
 // where stage s+t pairs j with j + 2^t. (s = 0 is a contiguous block.)
 @compute @workgroup_size(128)

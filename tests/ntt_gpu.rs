@@ -4,7 +4,7 @@
 mod common;
 
 use blstrs::Scalar;
-use common::{ntt_kernels, ntt_kernels_in_parts};
+use common::{ntt_kernels, ntt_kernels_in_parts, ntt_kernels_local};
 use ff::Field;
 use wgpu_groth16::field::samples::random;
 use wgpu_groth16::gpu::WideMul;
@@ -27,13 +27,21 @@ fn assert_equals_bellperson(kernels: &NttKernels, values: &[Scalar], what: &str)
     }
 }
 
+/// Both stage kernels: one global pass a stage (lavapipe's default) and eight stages a pass
+/// in workgroup memory (GPUs' default).
+fn both_stage_kernels(wide: WideMul) -> Vec<&'static NttKernels> {
+    [ntt_kernels(wide), ntt_kernels_local(wide)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
 fn every_size_equals_bellperson(wide: WideMul) {
-    let Some(kernels) = ntt_kernels(wide) else {
-        return;
-    };
-    for log_n in 0..=12 {
-        let values = random::<Scalar>(log_n as u64, 1 << log_n);
-        assert_equals_bellperson(kernels, &values, "random values");
+    for kernels in both_stage_kernels(wide) {
+        for log_n in 0..=12 {
+            let values = random::<Scalar>(log_n as u64, 1 << log_n);
+            assert_equals_bellperson(kernels, &values, "random values");
+        }
     }
 }
 
@@ -117,10 +125,10 @@ fn a_length_that_is_not_a_power_of_two_is_refused() {
 }
 
 fn h_step_equals_bellperson(wide: WideMul) {
-    let Some(kernels) = ntt_kernels(wide) else {
-        return;
-    };
-    for len in [1, 2, 3, 5, 64, 100, 1000, 4096] {
+    let cases = both_stage_kernels(wide)
+        .into_iter()
+        .flat_map(|k| [1, 2, 3, 5, 64, 100, 1000, 4096].map(|len| (k, len)));
+    for (kernels, len) in cases {
         let a = random::<Scalar>(len as u64, len);
         let b = random::<Scalar>(len as u64 + 1, len);
         // c = a·b on most rows, as a satisfied circuit gives, plus a few that differ.

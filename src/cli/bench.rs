@@ -161,13 +161,22 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
     })
 }
 
-pub fn ntt(selector: &AdapterSelector, log_ns: &[u32], runs: u32) -> Result<ExitCode> {
+pub fn ntt(
+    selector: &AdapterSelector,
+    log_ns: &[u32],
+    runs: u32,
+    local_stages: Option<u32>,
+) -> Result<ExitCode> {
     let gpu = GpuContext::new(selector)?;
     let wide = gpu.preferred_wide_mul();
-    let kernels = NttKernels::new(&gpu, wide)?;
+    let mut kernels = NttKernels::new(&gpu, wide)?;
+    if let Some(stages) = local_stages {
+        kernels = kernels.with_local_stages(stages);
+    }
     println!(
-        "{}; NTT, {wide} path; pipelines built in {}; CPU: bellperson on {} threads",
+        "{}; NTT, {wide} path, {} stages per workgroup-memory pass; pipelines built in {}; CPU: bellperson on {} threads",
         super::adapter_line(&gpu),
+        kernels.local_stages(),
         ms(kernels.compile_time()),
         rayon::current_num_threads()
     );

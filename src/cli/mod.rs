@@ -67,6 +67,10 @@ enum BenchCommand {
         /// Timed GPU runs per size, after a warm-up; the fastest counts.
         #[arg(long, default_value_t = 3)]
         runs: u32,
+        /// Butterfly stages per workgroup-memory pass (0..=8; 0: one pass per stage);
+        /// default: 8 on GPUs, 0 on CPU adapters.
+        #[arg(long)]
+        local_stages: Option<u32>,
     },
     /// GPU multi-scalar multiplication beside blstrs' multi_exp on this machine's cores.
     Msm {
@@ -135,7 +139,11 @@ pub fn run() -> Result<ExitCode> {
         Command::Info => info::run(&selector),
         Command::Demo { random, seed } => demo::run(&selector, random, seed),
         Command::Bench(BenchCommand::Field { threads }) => bench::field(&selector, threads),
-        Command::Bench(BenchCommand::Ntt { log_n, runs }) => bench::ntt(&selector, &log_n, runs),
+        Command::Bench(BenchCommand::Ntt {
+            log_n,
+            runs,
+            local_stages,
+        }) => bench::ntt(&selector, &log_n, runs, local_stages),
         Command::Bench(BenchCommand::Msm {
             curve,
             log_n,

@@ -164,14 +164,22 @@ enum Binds {
 /// One dispatch: entry point, parameters, bindings.
 type Step = (&'static str, NttParams, Binds);
 
-/// Appends the dispatches of `op` over a vector of 2^log_n elements in 2^part_bits parts.
-fn transform_steps(
-    tables: &DomainTables,
+/// How a vector is laid out and which stage kernel runs inside parts.
+#[derive(Clone, Copy)]
+struct Layout {
     log_n: u32,
     part_bits: u32,
-    op: NttOp,
-    steps: &mut Vec<Step>,
-) {
+    /// Stages per ntt_butterflies_local pass; 0 runs ntt_butterflies, one stage a pass.
+    local_bits: u32,
+}
+
+/// Appends the dispatches of `op` over a vector of 2^log_n elements in 2^part_bits parts.
+fn transform_steps(tables: &DomainTables, layout: Layout, op: NttOp, steps: &mut Vec<Step>) {
+    let Layout {
+        log_n,
+        part_bits,
+        local_bits,
+    } = layout;
     let parts = 1u32 << part_bits;
     let part_len = 1u32 << (log_n - part_bits);
     let base_params = |base: usize, part: u32| NttParams {
@@ -208,11 +216,22 @@ fn transform_steps(
                 steps.push(("ntt_bit_reverse", params, binds));
             }
         }
-        // Stages within a part, LOCAL_BITS at a time in workgroup memory.
+        // Stages within a part: local_bits at a time in workgroup memory, or one at a time.
         let part_log = log_n - part_bits;
         let mut s = 0;
+        while s < part_log && local_bits == 0 {
+            for p in 0..parts {
+                let params = NttParams {
+                    half: 1 << s,
+                    count: part_len / 2,
+                    ..base_params(base, p)
+                };
+                steps.push(("ntt_butterflies", params, Binds::Part(p as usize)));
+            }
+            s += 1;
+        }
         while s < part_log {
-            let stages = LOCAL_BITS.min(part_log - s);
+            let stages = local_bits.min(part_log - s);
             for p in 0..parts {
                 let params = NttParams {
                     stage: s,
@@ -301,11 +320,14 @@ pub struct NttKernels {
     placeholder: wgpu::Buffer,
     /// Cap on one part's bytes, below the device's binding limit (tests lower it).
     max_binding_bytes: Option<u64>,
+    /// Stages per workgroup-memory pass (0: one global pass per stage).
+    local_stages: u32,
 }
 
 const WORKGROUP: u32 = 64;
-/// Stages ntt_butterflies_local does in one pass, and its workgroup size (pairs per block).
-const LOCAL_BITS: u32 = 8;
+/// Most stages ntt_butterflies_local does in one pass (its tile holds 2^8 elements), and its
+/// workgroup size (pairs per block).
+pub const MAX_LOCAL_STAGES: u32 = 8;
 const LOCAL_WORKGROUP: u32 = 128;
 
 impl NttKernels {
@@ -315,6 +337,7 @@ impl NttKernels {
             wide_mul,
             &[
                 "ntt_bit_reverse",
+                "ntt_butterflies",
                 "ntt_butterflies_local",
                 "ntt_butterflies_across_parts",
                 "ntt_scale",
@@ -328,7 +351,21 @@ impl NttKernels {
             tables: Mutex::new(HashMap::new()),
             placeholder: gpu.storage_buffer("ntt placeholder", &[0; 32])?,
             max_binding_bytes: None,
+            // Not yet measured on a GPU against one stage a pass; on lavapipe (a CPU) the
+            // workgroup-memory kernel is 10-30x slower.
+            local_stages: if gpu.info.device_type == wgpu::DeviceType::Cpu {
+                0
+            } else {
+                MAX_LOCAL_STAGES
+            },
         })
+    }
+
+    /// Runs in-part stages `stages` at a time in workgroup memory (at most
+    /// [`MAX_LOCAL_STAGES`]); 0 runs one global pass per stage.
+    pub fn with_local_stages(mut self, stages: u32) -> Self {
+        self.local_stages = stages.min(MAX_LOCAL_STAGES);
+        self
     }
 
     /// Splits vectors into parts of at most `bytes` (a power-of-two number of elements),
@@ -340,6 +377,11 @@ impl NttKernels {
 
     pub fn wide_mul(&self) -> WideMul {
         self.program.wide_mul
+    }
+
+    /// Stages per workgroup-memory pass (0: one global pass per stage).
+    pub fn local_stages(&self) -> u32 {
+        self.local_stages
     }
 
     pub fn compile_time(&self) -> std::time::Duration {
@@ -420,7 +462,7 @@ impl NttKernels {
     pub fn transform_resident(&self, vector: &DeviceVector, op: NttOp) -> Result<()> {
         let tables = self.tables(vector.log_n)?;
         let mut steps = Vec::new();
-        transform_steps(&tables, vector.log_n, vector.part_bits, op, &mut steps);
+        transform_steps(&tables, self.layout(vector), op, &mut steps);
         let submission = self.submit(&tables, &steps, [vector, vector, vector])?;
         self.gpu.wait_for(submission)
     }
@@ -437,16 +479,10 @@ impl NttKernels {
             self.upload(b, log_n)?,
             self.upload(c, log_n)?,
         );
-        let part_bits = da.part_bits;
+        let layout = self.layout(&da);
         let mut to_coset = Vec::new();
-        transform_steps(&tables, log_n, part_bits, NttOp::Inverse, &mut to_coset);
-        transform_steps(
-            &tables,
-            log_n,
-            part_bits,
-            NttOp::CosetForward,
-            &mut to_coset,
-        );
+        transform_steps(&tables, layout, NttOp::Inverse, &mut to_coset);
+        transform_steps(&tables, layout, NttOp::CosetForward, &mut to_coset);
         for d in [&db, &dc] {
             self.submit(&tables, &to_coset, [d, d, d])?;
         }
@@ -461,11 +497,19 @@ impl NttKernels {
             };
             steps.push(("ntt_h_combine", params, Binds::HCombine(p)));
         }
-        transform_steps(&tables, log_n, part_bits, NttOp::CosetInverse, &mut steps);
+        transform_steps(&tables, layout, NttOp::CosetInverse, &mut steps);
         self.submit(&tables, &steps, [&da, &db, &dc])?;
         let mut h = self.download(&da)?;
         h.truncate(n - 1);
         Ok(h)
+    }
+
+    fn layout(&self, vector: &DeviceVector) -> Layout {
+        Layout {
+            log_n: vector.log_n,
+            part_bits: vector.part_bits,
+            local_bits: self.local_stages,
+        }
     }
 
     /// Records and submits `steps` over `vectors` = [data, b, c] (b and c only for the H

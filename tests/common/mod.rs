@@ -114,8 +114,21 @@ pub fn ntt_kernels(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKerne
     }))
 }
 
+/// NTT kernels that run eight stages at a time in workgroup memory (what GPUs get by
+/// default; lavapipe by default runs one stage a pass).
+pub fn ntt_kernels_local(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
+    use wgpu_groth16::ntt::{NttKernels, MAX_LOCAL_STAGES};
+    let gpu = gpu_with_path(Target::Native, wide)?;
+    Some(built_once((Target::Native, wide, "ntt local"), || {
+        NttKernels::new(gpu, wide)
+            .expect("NTT kernels compile")
+            .with_local_stages(MAX_LOCAL_STAGES)
+    }))
+}
+
 /// NTT kernels that split vectors into parts of at most 4 KiB (128 elements): the
-/// multi-buffer path that vectors over the device's binding limit take.
+/// multi-buffer path that vectors over the device's binding limit take; inside parts,
+/// three stages at a time in workgroup memory (so strided blocks and a short last pass).
 pub fn ntt_kernels_in_parts(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
     use wgpu_groth16::ntt::NttKernels;
     let gpu = gpu_with_path(Target::Native, wide)?;
@@ -123,5 +136,6 @@ pub fn ntt_kernels_in_parts(wide: WideMul) -> Option<&'static wgpu_groth16::ntt:
         NttKernels::new(gpu, wide)
             .expect("NTT kernels compile")
             .with_binding_limit(4096)
+            .with_local_stages(3)
     }))
 }
