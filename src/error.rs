@@ -61,6 +61,14 @@ pub enum Error {
     #[error("GPU result differs from the CPU reference: {0}")]
     WrongResult(String),
 
+    /// The device could not allocate what a step needs.
+    #[error("the GPU is out of memory allocating {what} ({bytes} bytes): {message}; use a smaller problem, fewer chunks in flight, or the CPU path")]
+    OutOfMemory {
+        what: String,
+        bytes: u64,
+        message: String,
+    },
+
     /// Inputs that do not fit together (lengths, shapes).
     #[error("invalid input: {0}")]
     InvalidInput(String),

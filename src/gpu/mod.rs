@@ -106,7 +106,14 @@ impl GpuContext {
         self.check_alive()?;
         let label = format!("{program}/{wide_mul}");
         let start = Instant::now();
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        // Validation errors, and the driver's own compile failures (internal errors), become
+        // an Err here rather than a dead pipeline discovered later.
+        let scopes = [
+            wgpu::ErrorFilter::Validation,
+            wgpu::ErrorFilter::OutOfMemory,
+            wgpu::ErrorFilter::Internal,
+        ]
+        .map(|filter| self.device.push_error_scope(filter));
         let module = self
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -151,10 +158,16 @@ impl GpuContext {
                 });
             pipelines.insert(entry, pipeline);
         }
-        if let Some(err) = pollster::block_on(scope.pop()) {
+        let errors: Vec<String> = scopes
+            .into_iter()
+            .rev()
+            .filter_map(|scope| pollster::block_on(scope.pop()))
+            .map(|e| e.to_string())
+            .collect();
+        if !errors.is_empty() {
             return Err(Error::Pipeline {
                 label,
-                message: err.to_string(),
+                message: errors.join("; "),
             });
         }
         self.check_alive()?;
@@ -175,6 +188,21 @@ impl GpuContext {
             layout,
             compile_time,
         })
+    }
+
+    /// Runs `allocate` (buffer creation) and turns a device out-of-memory error into
+    /// [`Error::OutOfMemory`] naming `what` and its size.
+    pub fn allocating<T>(&self, what: &str, bytes: u64, allocate: impl FnOnce() -> T) -> Result<T> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let value = allocate();
+        match pollster::block_on(scope.pop()) {
+            Some(err) => Err(Error::OutOfMemory {
+                what: what.to_string(),
+                bytes,
+                message: err.to_string(),
+            }),
+            None => Ok(value),
+        }
     }
 
     /// A storage buffer holding `contents`, refused before allocation when over the limits.

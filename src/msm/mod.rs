@@ -368,20 +368,23 @@ impl<C: GpuCurve> MsmKernels<C> {
         } else {
             (fit - fit % plan::CHUNK_ALIGN) as usize
         };
-        let buffers = bases
-            .chunks(per_buffer)
-            .map(|part| {
-                let buffer =
-                    self.gpu
-                        .device
-                        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                            label: Some("msm bases"),
-                            contents: C::affine_bytes(part),
-                            usage: wgpu::BufferUsages::STORAGE,
-                        });
-                (buffer, part.len())
-            })
-            .collect();
+        let bytes = std::mem::size_of_val(bases) as u64;
+        let buffers = self.gpu.allocating("the MSM bases", bytes, || {
+            bases
+                .chunks(per_buffer)
+                .map(|part| {
+                    let buffer =
+                        self.gpu
+                            .device
+                            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                                label: Some("msm bases"),
+                                contents: C::affine_bytes(part),
+                                usage: wgpu::BufferUsages::STORAGE,
+                            });
+                    (buffer, part.len())
+                })
+                .collect()
+        })?;
         self.gpu.check_alive()?;
         Ok(ResidentBases {
             buffers,
@@ -408,7 +411,10 @@ impl<C: GpuCurve> MsmKernels<C> {
         let mut slot = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
         if slot.as_ref().is_none_or(|w| w.plan != plan) {
             *slot = None; // free the old buffers before allocating new ones
-            *slot = Some(Workspace::new::<C>(&self.gpu, &plan));
+            let bytes = plan.workspace_bytes(C::XYZZ_BYTES as u64);
+            *slot = Some(self.gpu.allocating("the MSM workspace", bytes, || {
+                Workspace::new::<C>(&self.gpu, &plan)
+            })?);
         }
         let ws = slot.as_ref().expect("just filled");
         let window_sums = self.run(bases, scalars, &plan, ws)?;

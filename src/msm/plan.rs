@@ -163,6 +163,19 @@ impl MsmPlan {
         strides
     }
 
+    /// Device bytes of the workspace this plan allocates (for messages; approximate).
+    pub fn workspace_bytes(&self, xyzz: u64) -> u64 {
+        let buckets = self.windows as u64 * self.buckets as u64 * xyzz;
+        let chunk_buckets = if self.chunk < self.n { buckets } else { 0 };
+        self.chunk as u64 * 32
+            + 2 * self.count_slots() * 4
+            + self.max_entries() * 8
+            + 2 * self.max_partials() * (4 + xyzz)
+            + buckets
+            + chunk_buckets
+            + (self.windows * self.groups) as u64 * xyzz
+    }
+
     /// All (window, bucket) keys plus the total slot the scan fills.
     pub fn count_slots(&self) -> u64 {
         self.windows as u64 * self.buckets as u64 + 1

@@ -431,10 +431,13 @@ impl NttKernels {
         let part_len = 1usize << (log_n - part_bits);
         let mut padded = values.to_vec();
         padded.resize(1 << log_n, Scalar::ZERO);
-        let parts = padded
-            .chunks(part_len)
-            .map(|part| self.gpu.storage_buffer("ntt part", Scalar::as_bytes(part)))
-            .collect::<Result<_>>()?;
+        let bytes = std::mem::size_of_val(padded.as_slice()) as u64;
+        let parts = self.gpu.allocating("an NTT vector", bytes, || {
+            padded
+                .chunks(part_len)
+                .map(|part| self.gpu.storage_buffer("ntt part", Scalar::as_bytes(part)))
+                .collect::<Result<Vec<_>>>()
+        })??;
         Ok(DeviceVector {
             parts,
             log_n,
