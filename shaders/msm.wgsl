@@ -35,7 +35,6 @@ struct MsmParams {
 
 const SIGN_BIT: u32 = 0x80000000u;
 const MAX_WINDOWS: u32 = 64u;
-const WORKGROUP: u32 = 64u;
 const NO_KEY: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> params: MsmParams;
@@ -55,10 +54,6 @@ const NO_KEY: u32 = 0xffffffffu;
 @group(0) @binding(12) var<storage, read_write> sums: array<Xyzz>;
 // The buckets of the chunk being merged (msm_merge_buckets).
 @group(0) @binding(13) var<storage, read_write> chunk_buckets: array<Xyzz>;
-
-fn thread_index(id: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return id.x + id.y * groups.x * WORKGROUP;
-}
 
 // Signed digits of scalar i: |digit| | SIGN_BIT when negative, one per window; the scalar is
 // sum_w digit_w 2^(c w). Digits lie in [-(2^(c-1) - 1), 2^(c-1)], so the top window never

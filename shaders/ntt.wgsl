@@ -36,7 +36,6 @@ struct NttParams {
     _pad2: u32,
 }
 
-const WORKGROUP: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> params: NttParams;
 @group(0) @binding(1) var<storage, read_write> data: array<Fr>;
@@ -45,10 +44,6 @@ const WORKGROUP: u32 = 64u;
 @group(0) @binding(3) var<storage, read> coset_b: array<Fr>;
 @group(0) @binding(4) var<storage, read> coset_c: array<Fr>;
 @group(0) @binding(5) var<storage, read_write> partner: array<Fr>;
-
-fn thread_index(id: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return id.x + id.y * groups.x * WORKGROUP;
-}
 
 // base^e through the lo/hi tables of `params.table`.
 fn table_power(e: u32) -> Fr {

@@ -10,8 +10,9 @@ use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::Curve;
 use wgpu_groth16::curve::{sample_bases, GpuCurve, G1, G2};
+use wgpu_groth16::field::samples::sample_scalars;
 use wgpu_groth16::gpu::WideMul;
-use wgpu_groth16::msm::{msm_cpu, sample_scalars, MsmConfig, MsmKernels};
+use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
 
 fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
     sample_bases::<C>(seed, n)

@@ -4,8 +4,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wgpu_groth16::curve::{sample_bases, GpuCurve};
 use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
+use wgpu_groth16::field::samples::sample_scalars;
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
-use wgpu_groth16::msm::{msm_cpu, sample_scalars, MsmConfig, MsmKernels};
+use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
 use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp};
 use wgpu_groth16::{Error, Result};
 

@@ -7,8 +7,9 @@ use std::time::Instant;
 use wgpu_groth16::curve::{sample_bases, G1, G2};
 use wgpu_groth16::field::check::check_all;
 use wgpu_groth16::field::ops::FieldKernels;
+use wgpu_groth16::field::samples::sample_scalars;
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
-use wgpu_groth16::msm::{msm_cpu, sample_scalars, MsmConfig, MsmKernels};
+use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
 use wgpu_groth16::ntt::{h_coefficients_cpu, NttKernels};
 use wgpu_groth16::Result;
 

@@ -18,6 +18,26 @@ pub fn random<F: Field>(seed: u64, n: usize) -> Vec<F> {
     (0..n).map(|_| F::random(&mut rng)).collect()
 }
 
+/// Seeded scalars for tests and benchmarks: uniform, or Filecoin-like (`skewed`): half
+/// zeros, 40% ones, 10% full-width, as bit-heavy witnesses are.
+pub fn sample_scalars(seed: u64, n: usize, skewed: bool) -> Vec<Scalar> {
+    use rand_chacha::rand_core::RngCore;
+    use rayon::prelude::*;
+    const RUN: usize = 1 << 14;
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(RUN).enumerate().for_each(|(k, part)| {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ ((k as u64) << 32));
+        for s in part {
+            *s = match (skewed, rng.next_u32() % 10) {
+                (true, 0..=4) => Scalar::ZERO,
+                (true, 5..=8) => Scalar::ONE,
+                _ => Scalar::random(&mut rng),
+            };
+        }
+    });
+    out
+}
+
 /// Operand pairs: every edge case against every edge case, then `random_pairs` random pairs,
 /// then each edge case against a random element.
 pub fn operand_pairs<F: SampleField>(seed: u64, random_pairs: usize) -> (Vec<F>, Vec<F>) {

@@ -44,6 +44,7 @@ const FQ2: &str = include_str!("../../shaders/fq2.wgsl");
 const G1_FIELD: &str = include_str!("../../shaders/g1_field.wgsl");
 const G2_FIELD: &str = include_str!("../../shaders/g2_field.wgsl");
 const CURVE: &str = include_str!("../../shaders/curve.wgsl");
+const DISPATCH: &str = include_str!("../../shaders/dispatch.wgsl");
 
 /// One binding of a program's interface (group 0, numbered in order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,9 +169,9 @@ impl Program {
         let libraries: &[&str] = match self {
             Program::FieldOps | Program::FieldBench => &[LIMBS, wide.source(), FQ, FR, FQ2],
             Program::Int64Bench | Program::Scan => &[],
-            Program::MsmG1 => &[LIMBS, wide.source(), FQ, FR, G1_FIELD, CURVE],
-            Program::MsmG2 => &[LIMBS, wide.source(), FQ, FR, FQ2, G2_FIELD, CURVE],
-            Program::Ntt => &[LIMBS, wide.source(), FR],
+            Program::MsmG1 => &[DISPATCH, LIMBS, wide.source(), FQ, FR, G1_FIELD, CURVE],
+            Program::MsmG2 => &[DISPATCH, LIMBS, wide.source(), FQ, FR, FQ2, G2_FIELD, CURVE],
+            Program::Ntt => &[DISPATCH, LIMBS, wide.source(), FR],
         };
         let mut text = String::new();
         for part in libraries.iter().chain([&self.main_source()]) {

@@ -35,27 +35,6 @@ pub fn msm_cpu<C: GpuCurve>(bases: &[C::Affine], scalars: &[Scalar]) -> Result<C
     Ok(C::multi_exp_cpu(&bases[..scalars.len()], scalars))
 }
 
-/// Seeded scalars for tests and benchmarks: uniform, or Filecoin-like (`skewed`): half
-/// zeros, 40% ones, 10% full-width, as bit-heavy witnesses are.
-pub fn sample_scalars(seed: u64, n: usize, skewed: bool) -> Vec<Scalar> {
-    use ff::Field;
-    use rand_chacha::rand_core::{RngCore, SeedableRng};
-    use rayon::prelude::*;
-    const RUN: usize = 1 << 14;
-    let mut out = vec![Scalar::ZERO; n];
-    out.par_chunks_mut(RUN).enumerate().for_each(|(k, part)| {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ ((k as u64) << 32));
-        for s in part {
-            *s = match (skewed, rng.next_u32() % 10) {
-                (true, 0..=4) => Scalar::ZERO,
-                (true, 5..=8) => Scalar::ONE,
-                _ => Scalar::random(&mut rng),
-            };
-        }
-    });
-    out
-}
-
 /// Σ scalars[i] · bases[i] on G1 with the process's default GPU: the best adapter (see
 /// `AdapterSelector::from_env`), opened and compiled for on first use. Falls back to blstrs,
 /// with a warning, when `BELLMAN_NO_GPU` is set (to anything but 0), when no adapter is found,
