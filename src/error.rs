@@ -72,6 +72,52 @@ pub enum Error {
     /// Inputs that do not fit together (lengths, shapes).
     #[error("invalid input: {0}")]
     InvalidInput(String),
+
+    /// The circuit itself failed while synthesizing (missing assignment, division by zero...).
+    #[error("circuit synthesis failed: {0}")]
+    Synthesis(#[from] bellperson::SynthesisError),
+
+    /// A batch holds circuits of different shapes; one parameter set cannot prove them all.
+    #[error("circuit {index} of the batch has shape {found}, circuit 0 has {expected}: a batch must hold circuits of one shape")]
+    BatchShape {
+        index: usize,
+        expected: String,
+        found: String,
+    },
+
+    /// A parameters file could not be opened or mapped.
+    #[error("cannot read parameters file {path}: {source}")]
+    ParamsIo {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A parameters file ends before the data its counts announce.
+    #[error("parameters file is truncated in section {section}: it needs {needed} bytes from offset {offset}, the file has {available}")]
+    ParamsTruncated {
+        section: &'static str,
+        offset: u64,
+        needed: u64,
+        available: u64,
+    },
+
+    /// A point in the parameters is malformed, off the curve, outside the subgroup, or the
+    /// identity where bellperson forbids it.
+    #[error("parameters section {section}, point {index}: {reason}")]
+    ParamsInvalidPoint {
+        section: &'static str,
+        index: usize,
+        reason: String,
+    },
+
+    /// Any other malformation of a parameters file (trailing bytes, impossible counts).
+    #[error("malformed parameters: {0}")]
+    ParamsFormat(String),
+
+    /// The parameters were made for another circuit (lengths that do not match its shape).
+    #[error("parameters do not fit the circuit: {0}")]
+    ParamsMismatch(String),
 }
 
 impl Error {
