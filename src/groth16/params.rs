@@ -1,1 +1,367 @@
-//! (being written)
+//! Groth16 proving parameters: bellperson's `.params` files, memory-mapped and decoded in
+//! parallel, checked exactly as bellperson checks them, and written back byte for byte.
+//!
+//! The format is bellperson 0.27's `Parameters::write`, with no header and big-endian counts:
+//! the verifying key (`alpha_g1`, `beta_g1`, `beta_g2`, `gamma_g2`, `delta_g1`, `delta_g2`, then
+//! a `u32` count and `ic`), then `h`, `l`, `a`, `b_g1` and `b_g2`, each a `u32` count followed by
+//! its points. Points are uncompressed: 96 bytes in G1, 192 in G2.
+//!
+//! What bellperson's `Parameters::read` accepts, and so what we accept:
+//! - The verifying key is always fully checked, whatever the mode; its six single points may
+//!   be the identity, `ic` points may not.
+//! - `h`, `l`, `a`, `b_g1` and `b_g2` are checked per [`PointCheck`] and never hold the identity.
+//! - Bytes are decoded by blstrs/blst themselves, so every quirk carries over: a 96-byte G1
+//!   record (192-byte G2) whose first byte has the compression flag is decoded as a compressed
+//!   point from its first half, and the rest is ignored.
+//!
+//! One deliberate difference: bellperson ignores bytes after `b_g2`; we refuse them
+//! ([`Error::ParamsFormat`]), as they mean a file that is not what it claims to be.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bellperson::groth16::{Parameters, VerifyingKey};
+use blstrs::{Bls12, Fp, G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use memmap2::Mmap;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// How far points of `h`, `l`, `a`, `b_g1` and `b_g2` are checked (the verifying key is
+/// always checked fully, as bellperson does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointCheck {
+    /// On the curve and in the prime-order subgroup: bellperson's `read(.., true)`.
+    Checked,
+    /// bellperson's `read(.., false)`, i.e. blstrs 0.7's `from_uncompressed_unchecked`. Despite
+    /// the name that is blst's full deserializer: it still rejects invalid flag bits,
+    /// coordinates not below the field modulus, points off the curve, and the G1 points
+    /// (0, ±2). Only the subgroup check is skipped, which is most of the decoding time.
+    Unchecked,
+}
+
+/// Groth16 proving parameters for BLS12-381, in the same representation as bellperson's
+/// `Parameters<Bls12>` so that conversions either way share the point vectors. blstrs affine
+/// points are also the layout the GPU kernels upload, so decoding a file is the conversion.
+#[derive(Clone)]
+pub struct ProvingParameters {
+    pub vk: VerifyingKey<Bls12>,
+    pub h: Arc<Vec<G1Affine>>,
+    pub l: Arc<Vec<G1Affine>>,
+    pub a: Arc<Vec<G1Affine>>,
+    pub b_g1: Arc<Vec<G1Affine>>,
+    pub b_g2: Arc<Vec<G2Affine>>,
+}
+
+// Lengths only: real sections hold hundreds of millions of points.
+impl fmt::Debug for ProvingParameters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProvingParameters")
+            .field("ic", &self.vk.ic.len())
+            .field("h", &self.h.len())
+            .field("l", &self.l.len())
+            .field("a", &self.a.len())
+            .field("b_g1", &self.b_g1.len())
+            .field("b_g2", &self.b_g2.len())
+            .finish()
+    }
+}
+
+impl From<Parameters<Bls12>> for ProvingParameters {
+    fn from(p: Parameters<Bls12>) -> Self {
+        ProvingParameters {
+            vk: p.vk,
+            h: p.h,
+            l: p.l,
+            a: p.a,
+            b_g1: p.b_g1,
+            b_g2: p.b_g2,
+        }
+    }
+}
+
+impl From<&Parameters<Bls12>> for ProvingParameters {
+    fn from(p: &Parameters<Bls12>) -> Self {
+        p.clone().into()
+    }
+}
+
+impl ProvingParameters {
+    /// Reads a `.params` file through a memory map. Every count is checked against the file
+    /// length before a point is decoded; points are then decoded on all rayon threads.
+    pub fn read_mmap(path: &Path, check: PointCheck) -> Result<Self> {
+        let io_error = |source| Error::ParamsIo {
+            path: path.display().to_string(),
+            source,
+        };
+        let start = Instant::now();
+        let file = File::open(path).map_err(io_error)?;
+        // SAFETY: the map is read-only and dropped before we return. Another process
+        // truncating or rewriting the file meanwhile would break the slice's contract; that is
+        // the caveat of every mmap reader (bellperson's included) and parameter files are
+        // written once.
+        let map = unsafe { Mmap::map(&file) }.map_err(io_error)?;
+        let params = Self::from_bytes(&map, check)?;
+        let seconds = start.elapsed().as_secs_f64();
+        log::info!(
+            "read {} ({:.2} GiB, {check:?}) in {seconds:.2} s: ic {}, h {}, l {}, a {}, b_g1 {}, b_g2 {} points",
+            path.display(),
+            map.len() as f64 / (1u64 << 30) as f64,
+            params.vk.ic.len(),
+            params.h.len(),
+            params.l.len(),
+            params.a.len(),
+            params.b_g1.len(),
+            params.b_g2.len(),
+        );
+        Ok(params)
+    }
+
+    /// Decodes the bytes of a `.params` file held in memory (what [`Self::read_mmap`] does
+    /// on the mapped file).
+    pub fn from_bytes(bytes: &[u8], check: PointCheck) -> Result<Self> {
+        // Cut the input into its parts first: a bad count fails here, before any allocation.
+        let mut cursor = Cursor { bytes, pos: 0 };
+        let alpha_g1 = cursor.take("vk.alpha_g1", G1_SIZE as u64)?;
+        let beta_g1 = cursor.take("vk.beta_g1", G1_SIZE as u64)?;
+        let beta_g2 = cursor.take("vk.beta_g2", G2_SIZE as u64)?;
+        let gamma_g2 = cursor.take("vk.gamma_g2", G2_SIZE as u64)?;
+        let delta_g1 = cursor.take("vk.delta_g1", G1_SIZE as u64)?;
+        let delta_g2 = cursor.take("vk.delta_g2", G2_SIZE as u64)?;
+        let ic = cursor.counted("vk.ic", G1_SIZE)?;
+        let h = cursor.counted("h", G1_SIZE)?;
+        let l = cursor.counted("l", G1_SIZE)?;
+        let a = cursor.counted("a", G1_SIZE)?;
+        let b_g1 = cursor.counted("b_g1", G1_SIZE)?;
+        let b_g2 = cursor.counted("b_g2", G2_SIZE)?;
+        if cursor.pos != bytes.len() {
+            return Err(Error::ParamsFormat(format!(
+                "{} trailing bytes after section b_g2 (it ends at offset {}, the file has {} bytes)",
+                bytes.len() - cursor.pos,
+                cursor.pos,
+                bytes.len()
+            )));
+        }
+
+        // bellperson checks the verifying key fully in either mode and lets its six single
+        // points be the identity.
+        fn single<P: FilePoint>(section: &'static str, bytes: &[u8]) -> Result<P> {
+            decode_point(section, 0, bytes, PointCheck::Checked, false)
+        }
+        let vk = VerifyingKey {
+            alpha_g1: single("vk.alpha_g1", alpha_g1)?,
+            beta_g1: single("vk.beta_g1", beta_g1)?,
+            beta_g2: single("vk.beta_g2", beta_g2)?,
+            gamma_g2: single("vk.gamma_g2", gamma_g2)?,
+            delta_g1: single("vk.delta_g1", delta_g1)?,
+            delta_g2: single("vk.delta_g2", delta_g2)?,
+            ic: decode_all("vk.ic", ic, PointCheck::Checked)?,
+        };
+        Ok(ProvingParameters {
+            vk,
+            h: Arc::new(decode_all("h", h, check)?),
+            l: Arc::new(decode_all("l", l, check)?),
+            a: Arc::new(decode_all("a", a, check)?),
+            b_g1: Arc::new(decode_all("b_g1", b_g1, check)?),
+            b_g2: Arc::new(decode_all("b_g2", b_g2, check)?),
+        })
+    }
+
+    /// Writes the parameters in bellperson's format, byte for byte what `Parameters::write`
+    /// produces. Buffered here, so `w` may be a bare `File`. Returns `io::Result` because the
+    /// crate's `Error` has no variant for a failed write; the caller knows the destination.
+    pub fn write(&self, w: impl Write) -> io::Result<()> {
+        let mut w = BufWriter::with_capacity(1 << 20, w);
+        self.to_bellperson().write(&mut w)?;
+        w.flush()
+    }
+
+    /// The same parameters as bellperson's type (the point vectors are shared, not copied).
+    pub fn to_bellperson(&self) -> Parameters<Bls12> {
+        Parameters {
+            vk: self.vk.clone(),
+            h: self.h.clone(),
+            l: self.l.clone(),
+            a: self.a.clone(),
+            b_g1: self.b_g1.clone(),
+            b_g2: self.b_g2.clone(),
+        }
+    }
+
+    /// Checks that the parameters were made for a circuit of this shape: `inputs` public
+    /// inputs (with the constant one), `aux` auxiliary variables, an evaluation domain of
+    /// `domain` points, and the densities of the A and B queries.
+    pub fn check_fits(
+        &self,
+        inputs: usize,
+        aux: usize,
+        domain: usize,
+        a_aux_density: usize,
+        b_input_density: usize,
+        b_aux_density: usize,
+    ) -> Result<()> {
+        let expected = [
+            ("vk.ic", inputs, self.vk.ic.len()),
+            ("h", domain.saturating_sub(1), self.h.len()),
+            ("l", aux, self.l.len()),
+            ("a", inputs + a_aux_density, self.a.len()),
+            ("b_g1", b_input_density + b_aux_density, self.b_g1.len()),
+            ("b_g2", b_input_density + b_aux_density, self.b_g2.len()),
+        ];
+        match expected.iter().find(|(_, want, found)| want != found) {
+            Some((section, want, found)) => Err(Error::ParamsMismatch(format!(
+                "section {section} has {found} points, the circuit needs {want}"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+const G1_SIZE: usize = 96;
+const G2_SIZE: usize = 192;
+
+/// Walks the file, handing out the bytes of each part after checking they are there.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, section: &'static str, len: u64) -> Result<&'a [u8]> {
+        let rest = &self.bytes[self.pos..];
+        if len > rest.len() as u64 {
+            return Err(Error::ParamsTruncated {
+                section,
+                offset: self.pos as u64,
+                needed: len,
+                available: self.bytes.len() as u64,
+            });
+        }
+        // `len` fits in `usize`: it is at most `rest.len()`.
+        let (taken, _) = rest.split_at(len as usize);
+        self.pos += taken.len();
+        Ok(taken)
+    }
+
+    /// A big-endian `u32` count and that many points of `size` bytes.
+    fn counted(&mut self, section: &'static str, size: usize) -> Result<&'a [u8]> {
+        let count = self.take(section, 4)?;
+        let count = u32::from_be_bytes([count[0], count[1], count[2], count[3]]);
+        self.take(section, u64::from(count) * size as u64)
+    }
+}
+
+/// G1 and G2 behind one decoder.
+trait FilePoint: PrimeCurveAffine + Default + Send + Sync {
+    const SIZE: usize;
+    /// blst's deserializer, which is all that blstrs' `from_uncompressed_unchecked` runs.
+    fn deserialize(bytes: &[u8]) -> Option<Self>;
+    /// What blstrs' `from_uncompressed` checks on top of `deserialize`.
+    fn on_curve_in_subgroup(&self) -> bool;
+}
+
+impl FilePoint for G1Affine {
+    const SIZE: usize = G1_SIZE;
+    fn deserialize(bytes: &[u8]) -> Option<Self> {
+        Option::from(G1Affine::from_uncompressed_unchecked(
+            bytes.try_into().ok()?,
+        ))
+    }
+    fn on_curve_in_subgroup(&self) -> bool {
+        (self.is_on_curve() & self.is_torsion_free()).into()
+    }
+}
+
+impl FilePoint for G2Affine {
+    const SIZE: usize = G2_SIZE;
+    fn deserialize(bytes: &[u8]) -> Option<Self> {
+        Option::from(G2Affine::from_uncompressed_unchecked(
+            bytes.try_into().ok()?,
+        ))
+    }
+    fn on_curve_in_subgroup(&self) -> bool {
+        (self.is_on_curve() & self.is_torsion_free()).into()
+    }
+}
+
+/// Decodes one point as bellperson does: `Checked` is blstrs' `from_uncompressed`, split in
+/// its two steps so that the error can say which one failed.
+fn decode_point<P: FilePoint>(
+    section: &'static str,
+    index: usize,
+    bytes: &[u8],
+    check: PointCheck,
+    forbid_identity: bool,
+) -> Result<P> {
+    let invalid = |reason: String| Error::ParamsInvalidPoint {
+        section,
+        index,
+        reason,
+    };
+    let point = P::deserialize(bytes).ok_or_else(|| invalid(why_undecodable(bytes)))?;
+    if check == PointCheck::Checked && !point.on_curve_in_subgroup() {
+        return Err(invalid(
+            "on the curve but not in the prime-order subgroup".into(),
+        ));
+    }
+    if forbid_identity && bool::from(point.is_identity()) {
+        return Err(invalid(
+            "the point at infinity, which bellperson never allows in this section".into(),
+        ));
+    }
+    Ok(point)
+}
+
+/// Decodes a section on all rayon threads, straight into the vector that keeps the points.
+/// On several bad points the error names one of them, not necessarily the first.
+fn decode_all<P: FilePoint>(
+    section: &'static str,
+    bytes: &[u8],
+    check: PointCheck,
+) -> Result<Vec<P>> {
+    let count = bytes.len() / P::SIZE;
+    let mut points = Vec::with_capacity(count);
+    points.par_extend(rayon::iter::repeat_n(P::default(), count));
+    points
+        .par_iter_mut()
+        .zip(bytes.par_chunks_exact(P::SIZE))
+        .enumerate()
+        .with_min_len(1024)
+        .try_for_each(|(index, (point, bytes))| {
+            decode_point(section, index, bytes, check, true).map(|p| *point = p)
+        })?;
+    Ok(points)
+}
+
+/// Why blst refused an encoding, retracing its checks in order (error path only).
+fn why_undecodable(bytes: &[u8]) -> String {
+    let flags = bytes[0] & 0xe0;
+    if flags & 0x80 != 0 {
+        return format!(
+            "the compression flag is set and the first {} bytes are not a compressed point",
+            bytes.len() / 2
+        );
+    }
+    if flags != 0 {
+        return format!(
+            "invalid flag bits {flags:#04x} (the infinity flag needs every other bit zero, \
+             the sign flag belongs to compressed points)"
+        );
+    }
+    let canonical = bytes.chunks_exact(48).all(|c| {
+        c.try_into()
+            .is_ok_and(|c| Fp::from_bytes_be(c).is_some().into())
+    });
+    if !canonical {
+        return "a coordinate is not below the field modulus".into();
+    }
+    if bytes.len() == G1_SIZE && bytes[..48].iter().all(|&b| b == 0) {
+        return "x = 0: blst refuses the points (0, ±2), which are not in G1".into();
+    }
+    "not on the curve".into()
+}
