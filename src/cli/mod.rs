@@ -1,6 +1,7 @@
 //! Argument parsing and the commands. The library logs; this module owns what the user sees.
 
 mod bench;
+mod bench_prove;
 mod demo;
 mod info;
 
@@ -102,6 +103,19 @@ enum BenchCommand {
         #[arg(long)]
         window_bits: Option<u32>,
     },
+    /// Whole proofs of the Filecoin-like circuit (half its aux variables bits) with random
+    /// parameters, stage by stage, beside bellperson's CPU prover (batch 1) and byte-compared.
+    Prove {
+        /// log2 of the domain (the circuit has 2^N - 1 constraints); a comma list runs several.
+        #[arg(long, value_delimiter = ',', default_value = "16")]
+        log_n: Vec<u32>,
+        /// Proofs per batch; a comma list runs several.
+        #[arg(long, value_delimiter = ',', default_value = "1,10")]
+        batch: Vec<usize>,
+        /// Skip bellperson's CPU prover (and so the check and the CPU column).
+        #[arg(long)]
+        no_check: bool,
+    },
 }
 
 /// "adapter: NAME (BACKEND) (driver ...)", the first line of every command that opens one.
@@ -144,6 +158,18 @@ pub fn run() -> Result<ExitCode> {
             runs,
             local_stages,
         }) => bench::ntt(&selector, &log_n, runs, local_stages),
+        Command::Bench(BenchCommand::Prove {
+            log_n,
+            batch,
+            no_check,
+        }) => bench_prove::prove(
+            &selector,
+            &bench_prove::ProveOptions {
+                log_n,
+                batches: batch,
+                check: !no_check,
+            },
+        ),
         Command::Bench(BenchCommand::Msm {
             curve,
             log_n,

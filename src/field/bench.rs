@@ -232,7 +232,7 @@ fn measure(
 ) -> Result<f64> {
     let initial = initial_state(kernel, config.threads);
     let input = gpu.storage_buffer("bench input", &initial)?;
-    let output = gpu.storage_buffer("bench output", &vec![0; initial.len()])?;
+    let output = gpu.empty_storage_buffer("bench output", initial.len() as u64)?;
     let timed = |iterations: u32, dispatches: u32| -> Result<Duration> {
         let params = gpu.uniform_buffer(
             "bench params",

@@ -181,7 +181,7 @@ impl FieldKernels {
         let gpu = &self.gpu;
         let a = gpu.storage_buffer("lhs", F::as_bytes(lhs))?;
         let b = gpu.storage_buffer("rhs", F::as_bytes(rhs))?;
-        let out = gpu.storage_buffer("out", &vec![0u8; std::mem::size_of_val(lhs)])?;
+        let out = gpu.empty_storage_buffer("out", std::mem::size_of_val(lhs) as u64)?;
         let params = gpu.uniform_buffer(
             "params",
             bytemuck::cast_slice(&[lhs.len() as u32, op as u32]),

@@ -219,6 +219,8 @@ pub struct GpuContext {
     pub capabilities: Capabilities,
     /// Where compiled pipelines persist between processes, if enabled.
     pub pipeline_cache: Option<Arc<PipelineCacheFile>>,
+    /// Reusable staging buffers for uploads and read-backs (see `transfer`).
+    pub(crate) staging: Arc<super::transfer::Staging>,
     lost: Arc<std::sync::Mutex<Option<String>>>,
 }
 
@@ -285,6 +287,7 @@ impl GpuContext {
             queue,
             info,
             pipeline_cache: None,
+            staging: Default::default(),
             lost,
         };
         if let Some(dir) = std::env::var_os("WGPU_GROTH16_PIPELINE_CACHE") {

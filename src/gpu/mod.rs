@@ -4,6 +4,7 @@
 pub mod context;
 pub mod pipeline_cache;
 pub mod shader;
+mod transfer;
 
 pub use context::{AdapterSelector, Capabilities, GpuContext};
 pub use shader::{Binding, Program, WideMul};
@@ -207,16 +208,23 @@ impl GpuContext {
 
     /// A storage buffer holding `contents`, refused before allocation when over the limits.
     pub fn storage_buffer(&self, label: &str, contents: &[u8]) -> Result<wgpu::Buffer> {
-        self.check_binding_size(contents.len() as u64)?;
-        Ok(self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-            }))
+        let buffer = self.empty_storage_buffer(label, contents.len() as u64)?;
+        self.upload(&buffer, 0, contents)?;
+        Ok(buffer)
+    }
+
+    /// A storage buffer of `size` bytes (zeros until written), refused before allocation when
+    /// over the limits.
+    pub fn empty_storage_buffer(&self, label: &str, size: u64) -> Result<wgpu::Buffer> {
+        self.check_binding_size(size)?;
+        Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        }))
     }
 
     /// A uniform buffer holding a small parameter block.
@@ -314,19 +322,7 @@ impl GpuContext {
 
     /// Copies `buffer` back to the host once the work before it has finished.
     pub fn read_buffer(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
-        let size = buffer.size();
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("read-back"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
-        let submission = self.queue.submit([encoder.finish()]);
-        self.read_mapped(&staging, submission)
+        self.download(buffer, 0, buffer.size())
     }
 
     /// The contents of a `MAP_READ` buffer once `submission` (which fills it) has finished;

@@ -2,8 +2,16 @@
 //! `.params` files or in-memory `Parameters`), proofs out equal to bellperson's byte for byte.
 //!
 //! [`synthesis`] runs circuits into proving assignments, [`params`] reads and checks
-//! parameters, [`circuits`] holds the built-in circuits (tests, demo, benchmarks).
+//! parameters, [`prover`] proves on
+//! the GPU or the CPU, [`circuits`] holds the built-in circuits (tests, demo, benchmarks).
 
 pub mod circuits;
 pub mod params;
+pub mod prover;
 pub mod synthesis;
+
+pub use params::{PointCheck, ProvingParameters};
+pub use prover::{
+    prove, prove_batch, prove_batch_random, prove_random, Backend, ProveReport, Prover,
+    ProverConfig,
+};

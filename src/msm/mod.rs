@@ -21,7 +21,6 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, OnceLock};
-use wgpu::util::DeviceExt;
 
 const MSM_WORKGROUP: u32 = 64;
 const SCAN_BLOCK: u64 = 256;
@@ -352,18 +351,19 @@ impl<C: GpuCurve> MsmKernels<C> {
             bases
                 .chunks(per_buffer)
                 .map(|part| {
-                    let buffer =
-                        self.gpu
-                            .device
-                            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                                label: Some("msm bases"),
-                                contents: C::affine_bytes(part),
-                                usage: wgpu::BufferUsages::STORAGE,
-                            });
+                    let buffer = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("msm bases"),
+                        size: std::mem::size_of_val(part) as u64,
+                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    });
                     (buffer, part.len())
                 })
-                .collect()
+                .collect::<Vec<_>>()
         })?;
+        for ((buffer, _), part) in buffers.iter().zip(bases.chunks(per_buffer)) {
+            self.gpu.upload(buffer, 0, C::affine_bytes(part))?;
+        }
         self.gpu.check_alive()?;
         Ok(ResidentBases {
             buffers,
@@ -517,11 +517,11 @@ impl<C: GpuCurve> MsmKernels<C> {
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encoder.clear_buffer(&ws.buckets, 0, None);
         for (c, &(buffer, at, first, len)) in chunks.iter().enumerate() {
-            gpu.queue.write_buffer(
+            gpu.upload(
                 &ws.scalars,
                 0,
                 Scalar::as_bytes(&scalars[first..first + len]),
-            );
+            )?;
             let merged = c > 0;
             let groups =
                 [0, 1].map(|parity| msm_group(bases_binding(buffer, at, len), parity, merged));

@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 
 /// Knobs of the MSM; the defaults suit real devices.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MsmConfig {
     /// Cap on any one buffer binding, below the device's own limit. Tests lower it so the
     /// chunked path runs at small n on lavapipe.

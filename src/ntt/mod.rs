@@ -400,6 +400,12 @@ impl NttKernels {
 
     /// Uploads `values` (zero-padded to 2^log_n) in as many parts as the binding limit needs.
     pub fn upload(&self, values: &[Scalar], log_n: u32) -> Result<DeviceVector> {
+        if values.len() > 1 << log_n {
+            return Err(Error::InvalidInput(format!(
+                "{} values do not fit an NTT of size 2^{log_n}",
+                values.len()
+            )));
+        }
         let limit = self
             .gpu
             .limits
@@ -429,15 +435,18 @@ impl NttKernels {
             part_bits += 1;
         }
         let part_len = 1usize << (log_n - part_bits);
-        let mut padded = values.to_vec();
-        padded.resize(1 << log_n, Scalar::ZERO);
-        let bytes = std::mem::size_of_val(padded.as_slice()) as u64;
-        let parts = self.gpu.allocating("an NTT vector", bytes, || {
-            padded
-                .chunks(part_len)
-                .map(|part| self.gpu.storage_buffer("ntt part", Scalar::as_bytes(part)))
-                .collect::<Result<Vec<_>>>()
-        })??;
+        let part_bytes = (part_len * std::mem::size_of::<Scalar>()) as u64;
+        let parts = self
+            .gpu
+            .allocating("an NTT vector", part_bytes << part_bits, || {
+                (0..1usize << part_bits)
+                    .map(|_| self.gpu.empty_storage_buffer("ntt part", part_bytes))
+                    .collect::<Result<Vec<_>>>()
+            })??;
+        // Parts past the values stay zero: wgpu clears never-written ranges before use.
+        for (part, values) in parts.iter().zip(values.chunks(part_len)) {
+            self.gpu.upload(part, 0, Scalar::as_bytes(values))?;
+        }
         Ok(DeviceVector {
             parts,
             log_n,
@@ -476,35 +485,56 @@ impl NttKernels {
     pub fn h_coefficients(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<Vec<Scalar>> {
         let n = h_domain(a, b, c)?;
         let log_n = n.trailing_zeros();
-        let tables = self.tables(log_n)?;
         let (da, db, dc) = (
             self.upload(a, log_n)?,
             self.upload(b, log_n)?,
             self.upload(c, log_n)?,
         );
-        let layout = self.layout(&da);
+        self.h_resident(&da, &db, &dc)?;
+        let mut h = self.download(&da)?;
+        h.truncate(n - 1);
+        Ok(h)
+    }
+
+    /// The H step on vectors already on the device (one size): leaves the n coefficients in
+    /// `a` (the last is zero for a satisfied circuit; bellperson drops it), uses `b` and `c`
+    /// as scratch. Returns the last submission (later submissions see the result).
+    pub fn h_resident(
+        &self,
+        a: &DeviceVector,
+        b: &DeviceVector,
+        c: &DeviceVector,
+    ) -> Result<wgpu::SubmissionIndex> {
+        if b.log_n != a.log_n
+            || c.log_n != a.log_n
+            || b.part_bits != a.part_bits
+            || c.part_bits != a.part_bits
+        {
+            return Err(Error::InvalidInput(
+                "a, b, c must be uploaded at one size".into(),
+            ));
+        }
+        let tables = self.tables(a.log_n)?;
+        let layout = self.layout(a);
         let mut to_coset = Vec::new();
         transform_steps(&tables, layout, NttOp::Inverse, &mut to_coset);
         transform_steps(&tables, layout, NttOp::CosetForward, &mut to_coset);
-        for d in [&db, &dc] {
+        for d in [b, c] {
             self.submit(&tables, &to_coset, [d, d, d])?;
         }
         let mut steps = to_coset;
-        for p in 0..da.parts.len() {
+        for p in 0..a.parts.len() {
             let params = NttParams {
-                n: n as u32,
-                log_n,
+                n: 1 << a.log_n,
+                log_n: a.log_n,
                 factor: tables.zinv,
-                count: da.part_len(),
+                count: a.part_len(),
                 ..Default::default()
             };
             steps.push(("ntt_h_combine", params, Binds::HCombine(p)));
         }
         transform_steps(&tables, layout, NttOp::CosetInverse, &mut steps);
-        self.submit(&tables, &steps, [&da, &db, &dc])?;
-        let mut h = self.download(&da)?;
-        h.truncate(n - 1);
-        Ok(h)
+        self.submit(&tables, &steps, [a, b, c])
     }
 
     fn layout(&self, vector: &DeviceVector) -> Layout {

@@ -1,0 +1,174 @@
+//! Host <-> device copies through a few reusable staging buffers.
+//!
+//! `create_buffer_init` and `write_buffer` allocate fresh host-visible staging memory for every
+//! call, and a read-back buffer per call does the same: for the hundreds of megabytes one proof
+//! moves, allocating (and, on discrete GPUs, pinning) that memory each time cost more than the
+//! copies (an H step at 2^24 took 3.2 s host to host on the H200 while its seven NTTs took
+//! ~110 ms). Here a handful of chunk-sized staging buffers are made once per device and reused:
+//! while the GPU copies one chunk, the CPU fills or drains the next.
+//!
+//! Every wait is on a submission made here (the chunk's own copy), never on the whole device.
+
+use std::sync::mpsc;
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+
+/// Bytes per staging buffer. Big enough that per-chunk overhead vanishes, small enough that a
+/// few of them in flight cost little host memory.
+const CHUNK: u64 = 32 << 20;
+/// Staging buffers per direction: one being filled or drained on the CPU, the others in copy.
+const SLOTS: usize = 3;
+
+type MapResult = std::result::Result<(), wgpu::BufferAsyncError>;
+
+/// A staging buffer and, while the GPU may still use it, the submission that last did and
+/// the map request that completes after it.
+struct Slot {
+    buffer: wgpu::Buffer,
+    pending: Option<(wgpu::SubmissionIndex, mpsc::Receiver<MapResult>)>,
+}
+
+/// The staging buffers of one device, made on first use.
+#[derive(Default)]
+pub struct Staging {
+    upload: Mutex<Vec<Slot>>,
+    download: Mutex<Vec<Slot>>,
+}
+
+impl std::fmt::Debug for Staging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Staging")
+    }
+}
+
+impl Slot {
+    fn new(device: &wgpu::Device, size: u64, usage: wgpu::BufferUsages, mapped: bool) -> Self {
+        Slot {
+            buffer: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("staging"),
+                size,
+                usage,
+                mapped_at_creation: mapped,
+            }),
+            pending: None,
+        }
+    }
+
+    /// Waits until the map requested after this slot's last copy has completed.
+    fn wait_mapped(&mut self, gpu: &super::GpuContext) -> Result<()> {
+        if let Some((submission, receiver)) = self.pending.take() {
+            gpu.wait_for(submission)?;
+            receiver
+                .recv()
+                .map_err(|e| Error::device("staging map never completed", e))?
+                .map_err(|e| Error::device("mapping a staging buffer", e))?;
+        }
+        Ok(())
+    }
+
+    fn request_map(&mut self, mode: wgpu::MapMode, submission: wgpu::SubmissionIndex) {
+        let (sender, receiver) = mpsc::channel();
+        self.buffer
+            .slice(..)
+            .map_async(mode, move |r| drop(sender.send(r)));
+        self.pending = Some((submission, receiver));
+    }
+}
+
+fn chunk_size(gpu: &super::GpuContext) -> u64 {
+    CHUNK.min(gpu.limits.max_buffer_size) & !(wgpu::COPY_BUFFER_ALIGNMENT - 1)
+}
+
+impl super::GpuContext {
+    /// Copies `bytes` into `buffer` at `offset`. Later submissions see the data (one queue
+    /// runs in order); this returns once the last chunk is handed to the GPU.
+    pub fn upload(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) -> Result<()> {
+        let chunk = chunk_size(self);
+        let mut slots = self
+            .staging
+            .upload
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if slots.is_empty() {
+            let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+            let made = self.allocating("upload staging buffers", chunk * SLOTS as u64, || {
+                (0..SLOTS)
+                    .map(|_| Slot::new(&self.device, chunk, usage, true))
+                    .collect::<Vec<_>>()
+            })?;
+            *slots = made;
+        }
+        for (i, piece) in bytes.chunks(chunk as usize).enumerate() {
+            let slot = &mut slots[i % SLOTS];
+            slot.wait_mapped(self)?;
+            let len = piece.len() as u64;
+            slot.buffer
+                .slice(..len)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::device("writing a staging buffer", e))?
+                .copy_from_slice(piece);
+            slot.buffer.unmap();
+            let mut encoder = self.device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, offset + i as u64 * chunk, len);
+            let submission = self.queue.submit([encoder.finish()]);
+            slot.request_map(wgpu::MapMode::Write, submission);
+        }
+        self.check_alive()
+    }
+
+    /// The `len` bytes of `buffer` from `offset`, once the work submitted before has finished.
+    pub fn download(&self, buffer: &wgpu::Buffer, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let chunk = chunk_size(self);
+        let mut slots = self
+            .staging
+            .download
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if slots.is_empty() {
+            let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+            let made =
+                self.allocating("read-back staging buffers", chunk * SLOTS as u64, || {
+                    (0..SLOTS)
+                        .map(|_| Slot::new(&self.device, chunk, usage, false))
+                        .collect::<Vec<_>>()
+                })?;
+            *slots = made;
+        }
+        let pieces = len.div_ceil(chunk) as usize;
+        let piece_len = |i: usize| chunk.min(len - i as u64 * chunk);
+        let start_copy = |slot: &mut Slot, i: usize| {
+            let mut encoder = self.device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(
+                buffer,
+                offset + i as u64 * chunk,
+                &slot.buffer,
+                0,
+                piece_len(i),
+            );
+            let submission = self.queue.submit([encoder.finish()]);
+            slot.request_map(wgpu::MapMode::Read, submission);
+        };
+        let mut out = Vec::with_capacity(len as usize);
+        for (i, slot) in slots.iter_mut().enumerate().take(pieces) {
+            start_copy(slot, i);
+        }
+        for i in 0..pieces {
+            let slot = &mut slots[i % SLOTS];
+            slot.wait_mapped(self)?;
+            out.extend_from_slice(
+                &slot
+                    .buffer
+                    .slice(..piece_len(i))
+                    .get_mapped_range()
+                    .map_err(|e| Error::device("reading a staging buffer", e))?,
+            );
+            slot.buffer.unmap();
+            if i + SLOTS < pieces {
+                start_copy(slot, i + SLOTS);
+            }
+        }
+        self.check_alive()?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,549 @@
+//! The prover: synthesis, the H polynomial, five multi-scalar multiplications and the
+//! assembly of A, B, C, with bellperson 0.27's arithmetic (`groth16/prover/native.rs`) so that
+//! for the same r and s our proof equals `create_proof`'s byte for byte.
+//!
+//! The heavy steps go through [`Engine`]: the wgpu kernels when a GPU is usable, blstrs and
+//! bellperson on the CPU otherwise. A GPU step that fails is redone on the CPU with a warning,
+//! and the engine stays on the CPU from then on.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::Proof;
+use bellperson::Circuit;
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use rand_core::{OsRng, RngCore};
+
+use super::params::ProvingParameters;
+use super::synthesis::{synthesize_batch, ProvingAssignment};
+use crate::curve::{GpuCurve, G1, G2};
+use crate::gpu::{AdapterSelector, GpuContext};
+use crate::msm::{gpu_disabled_by_env, msm_cpu, MsmConfig, MsmKernels, ResidentBases};
+use crate::ntt::{h_coefficients_cpu, NttKernels};
+use crate::{Error, Result};
+
+/// Where the heavy steps run.
+#[derive(Clone, Debug, Default)]
+pub enum Backend {
+    /// The GPU the selector (and the environment) picks, or the CPU when `BELLMAN_NO_GPU` is
+    /// set or no adapter is usable.
+    #[default]
+    Auto,
+    /// The GPU the selector picks; an error when there is none.
+    Gpu(AdapterSelector),
+    /// blstrs and bellperson on the CPU.
+    Cpu,
+}
+
+/// How a [`Prover`] is built.
+#[derive(Clone, Debug, Default)]
+pub struct ProverConfig {
+    pub backend: Backend,
+    /// MSM tuning and limits (lower `max_binding_bytes` to exercise chunking).
+    pub msm: MsmConfig,
+    /// Device memory the parameters' bases may occupy; over it, bases are uploaded for each
+    /// MSM instead of kept resident. `None`: keep them resident if the device can hold them.
+    pub resident_bases_budget: Option<u64>,
+}
+
+/// The kernels of one device, compiled once.
+pub struct GpuEngine {
+    gpu: GpuContext,
+    g1: MsmKernels<G1>,
+    g2: MsmKernels<G2>,
+    ntt: NttKernels,
+    /// Set after a GPU failure: the remaining steps run on the CPU.
+    failed: AtomicBool,
+}
+
+/// The backend seam: every heavy step of a proof, on the GPU or the CPU.
+pub enum Engine {
+    Gpu(Box<GpuEngine>),
+    Cpu,
+}
+
+impl Engine {
+    /// Opens the engine `config` asks for. `Backend::Auto` with the default MSM settings
+    /// shares one engine per process (pipelines compile once).
+    pub fn open(config: &ProverConfig) -> Result<Arc<Engine>> {
+        match &config.backend {
+            Backend::Cpu => Ok(Arc::new(Engine::Cpu)),
+            Backend::Gpu(selector) => Ok(Arc::new(Engine::on_device(
+                GpuContext::new(selector)?,
+                config.msm.clone(),
+            )?)),
+            Backend::Auto => {
+                if config.msm != MsmConfig::default() {
+                    return Ok(Arc::new(Engine::auto(config.msm.clone())));
+                }
+                static SHARED: OnceLock<Arc<Engine>> = OnceLock::new();
+                Ok(SHARED
+                    .get_or_init(|| Arc::new(Engine::auto(MsmConfig::default())))
+                    .clone())
+            }
+        }
+    }
+
+    /// The kernels of `gpu`, compiled now.
+    pub fn on_device(gpu: GpuContext, msm: MsmConfig) -> Result<Engine> {
+        Ok(Engine::Gpu(Box::new(GpuEngine::new(gpu, msm)?)))
+    }
+
+    fn auto(msm: MsmConfig) -> Engine {
+        if gpu_disabled_by_env() {
+            log::info!("BELLMAN_NO_GPU is set: proving on the CPU");
+            return Engine::Cpu;
+        }
+        match GpuContext::new(&AdapterSelector::default())
+            .and_then(|gpu| Engine::on_device(gpu, msm))
+        {
+            Ok(engine) => engine,
+            Err(e) => {
+                log::warn!("proving on the CPU: {e}");
+                Engine::Cpu
+            }
+        }
+    }
+
+    /// The device, if this is a GPU engine (failed or not).
+    pub fn device(&self) -> Option<&GpuContext> {
+        match self {
+            Engine::Gpu(engine) => Some(&engine.gpu),
+            Engine::Cpu => None,
+        }
+    }
+
+    /// Whether a GPU step failed and the engine now computes on the CPU.
+    pub fn gpu_failed(&self) -> bool {
+        matches!(self, Engine::Gpu(engine) if engine.failed.load(Ordering::Relaxed))
+    }
+
+    /// The usable GPU engine, if any (none after a failure).
+    fn gpu(&self) -> Option<&GpuEngine> {
+        match self {
+            Engine::Gpu(engine) if !engine.failed.load(Ordering::Relaxed) => Some(engine),
+            _ => None,
+        }
+    }
+
+    /// A description for logs and reports: the adapter, or "CPU".
+    pub fn describe(&self) -> String {
+        match self {
+            Engine::Gpu(engine) => {
+                let info = &engine.gpu.info;
+                let state = if engine.failed.load(Ordering::Relaxed) {
+                    ", failed: CPU from now on"
+                } else {
+                    ""
+                };
+                format!("{} ({:?}){state}", info.name, info.backend)
+            }
+            Engine::Cpu => "CPU".into(),
+        }
+    }
+
+    /// Runs `on_gpu` when a GPU is usable; when it fails (other than on bad input), warns,
+    /// marks the GPU failed and runs `on_cpu`.
+    fn run<T>(
+        &self,
+        step: &str,
+        on_gpu: impl FnOnce(&GpuEngine) -> Result<T>,
+        on_cpu: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let Some(engine) = self.gpu() else {
+            return on_cpu();
+        };
+        match on_gpu(engine) {
+            Err(Error::InvalidInput(message)) => Err(Error::InvalidInput(message)),
+            Err(e) => {
+                log::warn!("GPU failed in {step}, finishing on the CPU: {e}");
+                engine.failed.store(true, Ordering::Relaxed);
+                on_cpu()
+            }
+            ok => ok,
+        }
+    }
+}
+
+impl GpuEngine {
+    fn new(gpu: GpuContext, msm: MsmConfig) -> Result<Self> {
+        let wide = gpu.preferred_wide_mul();
+        Ok(GpuEngine {
+            g1: MsmKernels::new(&gpu, wide, msm.clone())?,
+            g2: MsmKernels::new(&gpu, wide, msm)?,
+            ntt: NttKernels::new(&gpu, wide)?,
+            gpu,
+            failed: AtomicBool::new(false),
+        })
+    }
+}
+
+/// The parameters' bases on the device.
+struct ResidentParams {
+    h: ResidentBases<G1>,
+    l: ResidentBases<G1>,
+    a: ResidentBases<G1>,
+    b_g1: ResidentBases<G1>,
+    b_g2: ResidentBases<G2>,
+}
+
+impl ResidentParams {
+    fn upload(engine: &GpuEngine, params: &ProvingParameters) -> Result<Self> {
+        Ok(ResidentParams {
+            h: engine.g1.upload_bases(&params.h)?,
+            l: engine.g1.upload_bases(&params.l)?,
+            a: engine.g1.upload_bases(&params.a)?,
+            b_g1: engine.g1.upload_bases(&params.b_g1)?,
+            b_g2: engine.g2.upload_bases(&params.b_g2)?,
+        })
+    }
+
+    fn bytes(params: &ProvingParameters) -> u64 {
+        let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
+        (g1 * G1::AFFINE_BYTES + params.b_g2.len() * G2::AFFINE_BYTES) as u64
+    }
+}
+
+/// Which G1 query an MSM runs over.
+#[derive(Clone, Copy, Debug)]
+enum G1Query {
+    H,
+    L,
+    A,
+    BG1,
+}
+
+/// Wall time of each step of a batch, summed over its proofs.
+#[derive(Clone, Debug, Default)]
+pub struct ProveReport {
+    pub backend: String,
+    pub proofs: usize,
+    pub constraints: usize,
+    pub domain: usize,
+    pub synthesis: Duration,
+    pub h: Duration,
+    pub msm_h: Duration,
+    pub msm_l: Duration,
+    pub msm_a: Duration,
+    pub msm_b_g1: Duration,
+    pub msm_b_g2: Duration,
+    /// Density selection of the scalars and the final combination of A, B, C.
+    pub assembly: Duration,
+}
+
+impl ProveReport {
+    /// Everything after synthesis.
+    pub fn after_synthesis(&self) -> Duration {
+        self.h
+            + self.msm_h
+            + self.msm_l
+            + self.msm_a
+            + self.msm_b_g1
+            + self.msm_b_g2
+            + self.assembly
+    }
+}
+
+/// Proves circuits with one parameter set, keeping the bases on the device across proofs.
+pub struct Prover {
+    params: ProvingParameters,
+    engine: Arc<Engine>,
+    resident: Option<ResidentParams>,
+}
+
+impl Prover {
+    pub fn new(params: impl Into<ProvingParameters>, config: &ProverConfig) -> Result<Self> {
+        Self::with_engine(params, Engine::open(config)?, config.resident_bases_budget)
+    }
+
+    /// A prover on an engine already open (several provers may share one).
+    pub fn with_engine(
+        params: impl Into<ProvingParameters>,
+        engine: Arc<Engine>,
+        resident_bases_budget: Option<u64>,
+    ) -> Result<Self> {
+        let params = params.into();
+        let resident = match engine.gpu() {
+            None => None,
+            Some(gpu) => {
+                let bytes = ResidentParams::bytes(&params);
+                if resident_bases_budget.is_some_and(|budget| bytes > budget) {
+                    log::info!("bases ({bytes} bytes) over the resident budget: uploaded per MSM");
+                    None
+                } else {
+                    match ResidentParams::upload(gpu, &params) {
+                        Ok(resident) => Some(resident),
+                        Err(Error::OutOfMemory { message, .. }) => {
+                            log::warn!("bases ({bytes} bytes) do not fit on the device ({message}): uploaded per MSM");
+                            None
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        };
+        Ok(Prover {
+            params,
+            engine,
+            resident,
+        })
+    }
+
+    pub fn params(&self) -> &ProvingParameters {
+        &self.params
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// One proof with the given randomness.
+    pub fn prove<C: Circuit<Scalar> + Send>(
+        &self,
+        circuit: C,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<Proof<Bls12>> {
+        let mut proofs = self.prove_batch(vec![circuit], &[r], &[s])?;
+        Ok(proofs.remove(0))
+    }
+
+    /// One proof with r and s from the operating system's RNG.
+    pub fn prove_random<C: Circuit<Scalar> + Send>(&self, circuit: C) -> Result<Proof<Bls12>> {
+        self.prove(circuit, Scalar::random(OsRng), Scalar::random(OsRng))
+    }
+
+    /// Proofs of circuits of one shape, `rs[i]` and `ss[i]` for circuit i.
+    pub fn prove_batch<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+        rs: &[Scalar],
+        ss: &[Scalar],
+    ) -> Result<Vec<Proof<Bls12>>> {
+        Ok(self.prove_batch_report(circuits, rs, ss)?.0)
+    }
+
+    /// [`prove_batch`](Self::prove_batch) with r and s from the operating system's RNG.
+    pub fn prove_batch_random<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+    ) -> Result<Vec<Proof<Bls12>>> {
+        let mut rng = OsRng;
+        let mut draw = || -> Vec<Scalar> {
+            (0..circuits.len())
+                .map(|_| Scalar::random(&mut rng as &mut dyn RngCore))
+                .collect()
+        };
+        let (rs, ss) = (draw(), draw());
+        self.prove_batch(circuits, &rs, &ss)
+    }
+
+    /// [`prove_batch`](Self::prove_batch) and the time each step took.
+    pub fn prove_batch_report<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+        rs: &[Scalar],
+        ss: &[Scalar],
+    ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
+        if rs.len() != circuits.len() || ss.len() != circuits.len() {
+            return Err(Error::InvalidInput(format!(
+                "{} circuits need as many r and s values, got {} and {}",
+                circuits.len(),
+                rs.len(),
+                ss.len()
+            )));
+        }
+        let mut report = ProveReport {
+            proofs: circuits.len(),
+            ..Default::default()
+        };
+        let start = Instant::now();
+        let assignments = synthesize_batch(circuits)?;
+        report.synthesis = start.elapsed();
+        let shape = assignments[0].shape();
+        let domain = shape.constraints.max(1).next_power_of_two();
+        self.params.check_fits(
+            shape.inputs,
+            shape.aux,
+            domain,
+            shape.a_aux_density,
+            shape.b_input_density,
+            shape.b_aux_density,
+        )?;
+        check_delta(&self.params)?;
+        report.constraints = shape.constraints;
+        report.domain = domain;
+
+        let mut proofs = Vec::with_capacity(assignments.len());
+        for ((assignment, &r), &s) in assignments.into_iter().zip(rs).zip(ss) {
+            proofs.push(self.prove_assignment(assignment, r, s, &mut report)?);
+        }
+        report.backend = self.engine.describe();
+        Ok((proofs, report))
+    }
+
+    fn prove_assignment(
+        &self,
+        assignment: ProvingAssignment,
+        r: Scalar,
+        s: Scalar,
+        report: &mut ProveReport,
+    ) -> Result<Proof<Bls12>> {
+        let timed = |slot: &mut Duration, start: Instant| *slot += start.elapsed();
+        let ProvingAssignment {
+            a,
+            b,
+            c,
+            input_assignment: inputs,
+            aux_assignment: aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        } = assignment;
+
+        let t = Instant::now();
+        let h = self.engine.run(
+            "the H step",
+            |gpu| gpu.ntt.h_coefficients(&a, &b, &c),
+            || h_coefficients_cpu(&a, &b, &c),
+        )?;
+        drop((a, b, c));
+        timed(&mut report.h, t);
+
+        let t = Instant::now();
+        let msm_h = self.msm_g1(G1Query::H, &h)?;
+        timed(&mut report.msm_h, t);
+        drop(h);
+        let t = Instant::now();
+        let msm_l = self.msm_g1(G1Query::L, &aux)?;
+        timed(&mut report.msm_l, t);
+
+        // bellperson runs each query as an input and an aux MSM over consecutive bases; one
+        // MSM over the concatenated scalars is the same sum.
+        let t = Instant::now();
+        let a_scalars = [inputs.as_slice(), &a_aux_density.select(&aux)].concat();
+        let b_scalars = [b_input_density.select(&inputs), b_aux_density.select(&aux)].concat();
+        timed(&mut report.assembly, t);
+
+        let t = Instant::now();
+        let msm_a = self.msm_g1(G1Query::A, &a_scalars)?;
+        timed(&mut report.msm_a, t);
+        let t = Instant::now();
+        let msm_b_g1 = self.msm_g1(G1Query::BG1, &b_scalars)?;
+        timed(&mut report.msm_b_g1, t);
+        let t = Instant::now();
+        let msm_b_g2 = self.msm_g2(&b_scalars)?;
+        timed(&mut report.msm_b_g2, t);
+
+        let t = Instant::now();
+        let vk = &self.params.vk;
+        // The same terms in the same order as bellperson's native prover.
+        let g_a = vk.delta_g1 * r + vk.alpha_g1 + msm_a;
+        let g_b = vk.delta_g2 * s + vk.beta_g2 + msm_b_g2;
+        let mut g_c = msm_a * s;
+        g_c += msm_b_g1 * r;
+        g_c += vk.delta_g1 * (r * s);
+        g_c += vk.alpha_g1 * s;
+        g_c += vk.beta_g1 * r;
+        g_c += msm_h;
+        g_c += msm_l;
+        let proof = Proof {
+            a: g_a.into(),
+            b: g_b.into(),
+            c: g_c.into(),
+        };
+        timed(&mut report.assembly, t);
+        Ok(proof)
+    }
+
+    fn msm_g1(&self, query: G1Query, scalars: &[Scalar]) -> Result<G1Projective> {
+        let bases: &[G1Affine] = match query {
+            G1Query::H => &self.params.h,
+            G1Query::L => &self.params.l,
+            G1Query::A => &self.params.a,
+            G1Query::BG1 => &self.params.b_g1,
+        };
+        self.engine.run(
+            &format!("the {query:?} MSM"),
+            |gpu| match &self.resident {
+                Some(resident) => {
+                    let on_device = match query {
+                        G1Query::H => &resident.h,
+                        G1Query::L => &resident.l,
+                        G1Query::A => &resident.a,
+                        G1Query::BG1 => &resident.b_g1,
+                    };
+                    gpu.g1.msm(on_device, scalars)
+                }
+                None => gpu.g1.msm_once(bases, scalars),
+            },
+            || msm_cpu::<G1>(bases, scalars),
+        )
+    }
+
+    fn msm_g2(&self, scalars: &[Scalar]) -> Result<G2Projective> {
+        let bases: &[G2Affine] = &self.params.b_g2;
+        self.engine.run(
+            "the B (G2) MSM",
+            |gpu| match &self.resident {
+                Some(resident) => gpu.g2.msm(&resident.b_g2, scalars),
+                None => gpu.g2.msm_once(bases, scalars),
+            },
+            || msm_cpu::<G2>(bases, scalars),
+        )
+    }
+}
+
+/// bellperson refuses to prove with an identity delta (a subverted CRS); so do we.
+fn check_delta(params: &ProvingParameters) -> Result<()> {
+    let identity = bool::from(params.vk.delta_g1.is_identity())
+        || bool::from(params.vk.delta_g2.is_identity());
+    if identity {
+        return Err(Error::ParamsInvalidPoint {
+            section: "vk.delta",
+            index: 0,
+            reason: "delta is the identity (a subverted setup)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// One proof with the process's shared engine. For several proofs with the same parameters,
+/// make a [`Prover`] once: it keeps the bases on the device.
+pub fn prove<C: Circuit<Scalar> + Send>(
+    circuit: C,
+    params: &ProvingParameters,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Proof<Bls12>> {
+    Prover::new(params.clone(), &ProverConfig::default())?.prove(circuit, r, s)
+}
+
+/// A batch of proofs with the process's shared engine (see [`prove`]).
+pub fn prove_batch<C: Circuit<Scalar> + Send>(
+    circuits: Vec<C>,
+    params: &ProvingParameters,
+    rs: &[Scalar],
+    ss: &[Scalar],
+) -> Result<Vec<Proof<Bls12>>> {
+    Prover::new(params.clone(), &ProverConfig::default())?.prove_batch(circuits, rs, ss)
+}
+
+/// [`prove`] with r and s from the operating system's RNG.
+pub fn prove_random<C: Circuit<Scalar> + Send>(
+    circuit: C,
+    params: &ProvingParameters,
+) -> Result<Proof<Bls12>> {
+    Prover::new(params.clone(), &ProverConfig::default())?.prove_random(circuit)
+}
+
+/// [`prove_batch`] with r and s from the operating system's RNG.
+pub fn prove_batch_random<C: Circuit<Scalar> + Send>(
+    circuits: Vec<C>,
+    params: &ProvingParameters,
+) -> Result<Vec<Proof<Bls12>>> {
+    Prover::new(params.clone(), &ProverConfig::default())?.prove_batch_random(circuits)
+}

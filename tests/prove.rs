@@ -1,0 +1,260 @@
+//! End-to-end proofs against bellperson 0.27: with the same r and s, our proof must equal
+//! `create_proof`'s byte for byte, on the CPU engine and on the GPU engine (lavapipe in CI),
+//! verify with bellperson's verifier, and fail it with wrong public inputs.
+
+mod common;
+
+use std::sync::{Arc, OnceLock};
+
+use bellperson::groth16::{
+    create_proof, create_proof_batch, generate_random_parameters, prepare_verifying_key,
+    verify_proof, Parameters, Proof,
+};
+use bellperson::Circuit;
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use wgpu_groth16::gpu::GpuContext;
+use wgpu_groth16::groth16::circuits::{
+    BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
+};
+use wgpu_groth16::groth16::prover::Engine;
+use wgpu_groth16::groth16::synthesis::public_inputs;
+use wgpu_groth16::groth16::{PointCheck, Prover, ProvingParameters};
+use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::Error;
+
+fn rng(seed: u64) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+fn params_for<C: Circuit<Scalar>>(blank: C, seed: u64) -> Parameters<Bls12> {
+    generate_random_parameters::<Bls12, _, _>(blank, &mut rng(seed)).expect("parameters")
+}
+
+fn bytes(proof: &Proof<Bls12>) -> Vec<u8> {
+    let mut out = Vec::new();
+    proof.write(&mut out).expect("in memory");
+    out
+}
+
+/// The engines every proof goes through: the CPU, and the GPU when there is one (built once
+/// per test binary: compiling the MSM and NTT pipelines on lavapipe takes a while).
+fn engines() -> Vec<Arc<Engine>> {
+    static GPU: OnceLock<Option<Arc<Engine>>> = OnceLock::new();
+    let gpu = GPU.get_or_init(|| {
+        let gpu = common::gpu(common::Target::Native)?.clone();
+        Some(Arc::new(
+            Engine::on_device(gpu, MsmConfig::default()).expect("GPU engine"),
+        ))
+    });
+    let mut engines = vec![Arc::new(Engine::Cpu)];
+    engines.extend(gpu.clone());
+    engines
+}
+
+/// Proves `circuit` on every engine and checks each proof against bellperson's bytes and
+/// verifier; returns the proof.
+fn check_circuit<C: Circuit<Scalar> + Clone + Send>(circuit: C, blank: C, seed: u64) {
+    let params = params_for(blank, seed);
+    let inputs = public_inputs(circuit.clone()).expect("inputs");
+    let (r, s) = (Scalar::random(rng(seed + 1)), Scalar::random(rng(seed + 2)));
+    let expected = create_proof(circuit.clone(), &params, r, s).expect("bellperson proof");
+    let pvk = prepare_verifying_key(&params.vk);
+    assert!(verify_proof(&pvk, &expected, &inputs).expect("verifies"));
+    for engine in engines() {
+        let prover = Prover::with_engine(&params, engine.clone(), None).expect("prover");
+        let proof = prover.prove(circuit.clone(), r, s).expect("our proof");
+        assert_eq!(
+            bytes(&proof),
+            bytes(&expected),
+            "proof on {} differs from bellperson's",
+            engine.describe()
+        );
+        assert!(!engine.gpu_failed(), "{} fell back", engine.describe());
+        assert!(verify_proof(&pvk, &proof, &inputs).expect("verifier runs"));
+        let mut wrong = inputs.clone();
+        wrong[0] += Scalar::ONE;
+        assert!(!verify_proof(&pvk, &proof, &wrong).expect("verifier runs"));
+    }
+}
+
+#[test]
+fn sha256_preimage_proof_equals_bellperson() {
+    check_circuit(Sha256Preimage::new(b"abc"), Sha256Preimage::blank(3), 1);
+}
+
+#[test]
+fn many_public_inputs_proof_equals_bellperson() {
+    let values: Vec<Scalar> = (0..40).map(|i| Scalar::random(rng(100 + i))).collect();
+    check_circuit(ManyInputs::new(values), ManyInputs::blank(40), 2);
+}
+
+#[test]
+fn bits_heavy_witness_proof_equals_bellperson() {
+    let bits: Vec<bool> = (0..3000).map(|i| (i * 7 + i / 5) % 3 == 0).collect();
+    check_circuit(BitsHeavy::new(bits), BitsHeavy::blank(3000), 3);
+}
+
+#[test]
+fn single_constraint_proof_equals_bellperson() {
+    let (x, y) = (Scalar::random(rng(30)), Scalar::random(rng(31)));
+    check_circuit(SingleConstraint::new(x, y), SingleConstraint::blank(), 4);
+}
+
+#[test]
+fn batch_proofs_equal_bellperson_batch() {
+    let params = params_for(FilecoinLike::blank(10).unwrap(), 5);
+    let circuits: Vec<_> = (0..3)
+        .map(|seed| FilecoinLike::new(10, seed).unwrap())
+        .collect();
+    let rs: Vec<Scalar> = (0..3).map(|i| Scalar::random(rng(50 + i))).collect();
+    let ss: Vec<Scalar> = (0..3).map(|i| Scalar::random(rng(60 + i))).collect();
+    let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone())
+        .expect("bellperson batch");
+    let pvk = prepare_verifying_key(&params.vk);
+    for engine in engines() {
+        let prover = Prover::with_engine(&params, engine.clone(), None).expect("prover");
+        let (proofs, report) = prover
+            .prove_batch_report(circuits.clone(), &rs, &ss)
+            .expect("our batch");
+        assert_eq!(report.proofs, 3);
+        assert_eq!(report.domain, 1 << 10);
+        for ((proof, want), circuit) in proofs.iter().zip(&expected).zip(&circuits) {
+            assert_eq!(bytes(proof), bytes(want), "on {}", engine.describe());
+            let inputs = public_inputs(circuit.clone()).unwrap();
+            assert!(verify_proof(&pvk, proof, &inputs).unwrap());
+        }
+    }
+}
+
+#[test]
+fn random_proofs_verify() {
+    let params = params_for(SingleConstraint::blank(), 7);
+    let pvk = prepare_verifying_key(&params.vk);
+    let circuit = SingleConstraint::new(Scalar::from(3u64), Scalar::from(5u64));
+    let inputs = public_inputs(circuit.clone()).unwrap();
+    for engine in engines() {
+        let prover = Prover::with_engine(&params, engine, None).unwrap();
+        let one = prover.prove_random(circuit.clone()).unwrap();
+        let two = prover.prove_batch_random(vec![circuit.clone()]).unwrap();
+        assert!(verify_proof(&pvk, &one, &inputs).unwrap());
+        assert!(verify_proof(&pvk, &two[0], &inputs).unwrap());
+        assert_ne!(bytes(&one), bytes(&two[0]), "r and s must be fresh");
+    }
+}
+
+#[test]
+fn parameters_of_another_circuit_are_refused() {
+    let params = params_for(BitsHeavy::blank(100), 8);
+    let prover = Prover::with_engine(&params, Arc::new(Engine::Cpu), None).unwrap();
+    let err = prover
+        .prove(BitsHeavy::new(vec![true; 120]), Scalar::ONE, Scalar::ONE)
+        .unwrap_err();
+    assert!(matches!(err, Error::ParamsMismatch(_)), "{err}");
+    let err = prover
+        .prove(
+            SingleConstraint::new(Scalar::ONE, Scalar::ONE),
+            Scalar::ONE,
+            Scalar::ONE,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::ParamsMismatch(_)), "{err}");
+}
+
+#[test]
+fn batch_of_two_shapes_is_refused() {
+    let params = params_for(FilecoinLike::blank(8).unwrap(), 9);
+    let prover = Prover::with_engine(&params, Arc::new(Engine::Cpu), None).unwrap();
+    let circuits = vec![
+        FilecoinLike::new(8, 1).unwrap(),
+        FilecoinLike::new(9, 2).unwrap(),
+    ];
+    let one = [Scalar::ONE, Scalar::ONE];
+    let err = prover.prove_batch(circuits, &one, &one).unwrap_err();
+    assert!(matches!(err, Error::BatchShape { index: 1, .. }), "{err}");
+}
+
+#[test]
+fn bad_parameter_files_give_their_errors() {
+    let params = params_for(SingleConstraint::blank(), 10);
+    let mut file = Vec::new();
+    params.write(&mut file).unwrap();
+    let path =
+        std::env::temp_dir().join(format!("wgpu-groth16-prove-{}.params", std::process::id()));
+
+    std::fs::write(&path, &file[..file.len() - 10]).unwrap();
+    let err = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ParamsTruncated {
+                section: "b_g2",
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    // The first point of l, its y coordinate nudged: off the curve.
+    let ours = ProvingParameters::from(&params);
+    let l_start = file.len()
+        - 4 * 4
+        - 96 * (ours.l.len() + ours.a.len() + ours.b_g1.len())
+        - 192 * ours.b_g2.len();
+    let mut bad = file.clone();
+    bad[l_start + 95] ^= 1;
+    std::fs::write(&path, &bad).unwrap();
+    let err = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ParamsInvalidPoint {
+                section: "l",
+                index: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    // Good file: proves.
+    std::fs::write(&path, &file).unwrap();
+    let read = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let circuit = SingleConstraint::new(Scalar::from(2u64), Scalar::from(9u64));
+    let prover = Prover::with_engine(read, Arc::new(Engine::Cpu), None).unwrap();
+    let proof = prover
+        .prove(circuit.clone(), Scalar::ONE, Scalar::ONE)
+        .unwrap();
+    let expected = create_proof(circuit, &params, Scalar::ONE, Scalar::ONE).unwrap();
+    assert_eq!(bytes(&proof), bytes(&expected));
+}
+
+#[test]
+fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    // A device of its own: this test destroys it.
+    let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
+    let engine = Arc::new(Engine::on_device(own, MsmConfig::default()).unwrap());
+    let params = params_for(BitsHeavy::blank(200), 11);
+    let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+    let circuit = BitsHeavy::new((0..200).map(|i| i % 3 == 0).collect());
+    let (r, s) = (Scalar::random(rng(70)), Scalar::random(rng(71)));
+    let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
+    assert_eq!(
+        bytes(&prover.prove(circuit.clone(), r, s).unwrap()),
+        bytes(&expected)
+    );
+    assert!(!engine.gpu_failed());
+
+    engine.device().unwrap().device.destroy();
+    let proof = prover
+        .prove(circuit, r, s)
+        .expect("falls back instead of failing");
+    assert!(engine.gpu_failed(), "the loss must be noticed");
+    assert_eq!(bytes(&proof), bytes(&expected));
+}
