@@ -260,3 +260,79 @@ fn print_ntt_row(log_n: u32, step: &str, gpu: Duration, cpu: Duration, equal: bo
     );
     equal
 }
+
+/// Host <-> device bandwidth: our staging path (`GpuContext::upload` / `download`) beside
+/// wgpu's own `Queue::write_buffer` and a fresh read-back buffer per call, the paths it
+/// replaced.
+pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<ExitCode> {
+    let gpu = GpuContext::new(selector)?;
+    println!("{}", super::adapter_line(&gpu));
+    println!("| size | direction | path | best of {runs} | rate |");
+    println!("|---|---|---|---|---|");
+    let mut all_equal = true;
+    for &size in mib {
+        let bytes = size << 20;
+        let host: Vec<u8> = (0..bytes).map(|i| (i * 2654435761 >> 13) as u8).collect();
+        let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("transfer bench"),
+            size: bytes,
+            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let row = |direction: &str, path: &str, best: Duration| {
+            println!(
+                "| {size} MiB | {direction} | {path} | {} | {:.2} GB/s |",
+                ms(best),
+                bytes as f64 / best.as_secs_f64() / 1e9
+            );
+        };
+        let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<Duration> {
+            let mut best = Duration::MAX;
+            for _ in 0..runs.max(1) {
+                let t = Instant::now();
+                f()?;
+                best = best.min(t.elapsed());
+            }
+            Ok(best)
+        };
+        let best = time(&mut || {
+            gpu.upload(&buffer, 0, &host)?;
+            gpu.wait_for(gpu.queue.submit([]))
+        })?;
+        row("upload", "staging buffers (ours)", best);
+        let best = time(&mut || {
+            gpu.queue.write_buffer(&buffer, 0, &host);
+            gpu.wait_for(gpu.queue.submit([]))
+        })?;
+        row("upload", "Queue::write_buffer", best);
+        let mut back = Vec::new();
+        let best = time(&mut || {
+            back = gpu.download(&buffer, 0, bytes)?;
+            Ok(())
+        })?;
+        row("download", "staging buffers (ours)", best);
+        all_equal &= back == host;
+        let best = time(&mut || {
+            let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("fresh read-back"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(&buffer, 0, &staging, 0, bytes);
+            back = gpu.read_mapped(&staging, gpu.queue.submit([encoder.finish()]))?;
+            Ok(())
+        })?;
+        row("download", "fresh MAP_READ buffer", best);
+        all_equal &= back == host;
+    }
+    if !all_equal {
+        eprintln!("a read-back differs from what was uploaded");
+    }
+    Ok(if all_equal {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

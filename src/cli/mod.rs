@@ -103,6 +103,15 @@ enum BenchCommand {
         #[arg(long)]
         window_bits: Option<u32>,
     },
+    /// Host-to-device and device-to-host bandwidth, our staging path beside wgpu's own.
+    Transfer {
+        /// Sizes in MiB; a comma list runs several.
+        #[arg(long, value_delimiter = ',', default_value = "128")]
+        mib: Vec<u64>,
+        /// Timed runs per size; the fastest counts.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+    },
     /// Whole proofs of the Filecoin-like circuit (half its aux variables bits) with random
     /// parameters, stage by stage, beside bellperson's CPU prover (batch 1) and byte-compared.
     Prove {
@@ -158,6 +167,9 @@ pub fn run() -> Result<ExitCode> {
             runs,
             local_stages,
         }) => bench::ntt(&selector, &log_n, runs, local_stages),
+        Command::Bench(BenchCommand::Transfer { mib, runs }) => {
+            bench::transfer(&selector, &mib, runs)
+        }
         Command::Bench(BenchCommand::Prove {
             log_n,
             batch,

@@ -35,6 +35,18 @@ pub unsafe trait GpuField:
         unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
     }
 
+    /// The elements' bytes, to be overwritten with elements in the same layout (read-back).
+    fn as_bytes_mut(values: &mut [Self]) -> &mut [u8] {
+        // SAFETY: as `as_bytes`; every bit pattern written back is a value the shader made in
+        // this same layout.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                values.as_mut_ptr().cast(),
+                std::mem::size_of_val(values),
+            )
+        }
+    }
+
     /// Elements from bytes in the shader layout (as read back from the GPU).
     fn from_bytes(bytes: &[u8]) -> Vec<Self> {
         let size = std::mem::size_of::<Self>();

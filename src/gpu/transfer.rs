@@ -9,6 +9,7 @@
 //!
 //! Every wait is on a submission made here (the chunk's own copy), never on the whole device.
 
+use rayon::prelude::*;
 use std::sync::mpsc;
 use std::sync::Mutex;
 
@@ -76,6 +77,34 @@ impl Slot {
     }
 }
 
+/// Bytes each thread copies at a time: one thread does not saturate copies into
+/// write-combined (upload) or out of uncached (read-back) mappings.
+const COPY_PIECE: usize = 1 << 20;
+
+/// `dst.copy_from_slice(src)` on several threads.
+fn parallel_copy(dst: &mut [u8], src: &[u8]) {
+    dst.par_chunks_mut(COPY_PIECE)
+        .zip(src.par_chunks(COPY_PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// `bytes` into the start of the mapped `buffer`, on several threads (a view per piece:
+/// wgpu's write views cannot be split).
+fn write_mapped(buffer: &wgpu::Buffer, bytes: &[u8]) -> Result<()> {
+    bytes
+        .par_chunks(COPY_PIECE)
+        .enumerate()
+        .try_for_each(|(i, piece)| {
+            let at = (i * COPY_PIECE) as u64;
+            buffer
+                .slice(at..at + piece.len() as u64)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::device("writing a staging buffer", e))?
+                .copy_from_slice(piece);
+            Ok(())
+        })
+}
+
 fn chunk_size(gpu: &super::GpuContext) -> u64 {
     CHUNK.min(gpu.limits.max_buffer_size) & !(wgpu::COPY_BUFFER_ALIGNMENT - 1)
 }
@@ -103,11 +132,7 @@ impl super::GpuContext {
             let slot = &mut slots[i % SLOTS];
             slot.wait_mapped(self)?;
             let len = piece.len() as u64;
-            slot.buffer
-                .slice(..len)
-                .get_mapped_range_mut()
-                .map_err(|e| Error::device("writing a staging buffer", e))?
-                .copy_from_slice(piece);
+            write_mapped(&slot.buffer, piece)?;
             slot.buffer.unmap();
             let mut encoder = self.device.create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, offset + i as u64 * chunk, len);
@@ -119,6 +144,15 @@ impl super::GpuContext {
 
     /// The `len` bytes of `buffer` from `offset`, once the work submitted before has finished.
     pub fn download(&self, buffer: &wgpu::Buffer, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; len as usize];
+        self.download_into(buffer, offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// Fills `out` with the bytes of `buffer` from `offset`, once the work submitted before
+    /// has finished.
+    pub fn download_into(&self, buffer: &wgpu::Buffer, offset: u64, out: &mut [u8]) -> Result<()> {
+        let len = out.len() as u64;
         let chunk = chunk_size(self);
         let mut slots = self
             .staging
@@ -149,14 +183,15 @@ impl super::GpuContext {
             let submission = self.queue.submit([encoder.finish()]);
             slot.request_map(wgpu::MapMode::Read, submission);
         };
-        let mut out = Vec::with_capacity(len as usize);
         for (i, slot) in slots.iter_mut().enumerate().take(pieces) {
             start_copy(slot, i);
         }
         for i in 0..pieces {
             let slot = &mut slots[i % SLOTS];
             slot.wait_mapped(self)?;
-            out.extend_from_slice(
+            let at = (i as u64 * chunk) as usize;
+            parallel_copy(
+                &mut out[at..at + piece_len(i) as usize],
                 &slot
                     .buffer
                     .slice(..piece_len(i))
@@ -168,7 +203,6 @@ impl super::GpuContext {
                 start_copy(slot, i + SLOTS);
             }
         }
-        self.check_alive()?;
-        Ok(out)
+        self.check_alive()
     }
 }

@@ -230,7 +230,10 @@ pub struct ProveReport {
     pub msm_a: Duration,
     pub msm_b_g1: Duration,
     pub msm_b_g2: Duration,
-    /// Density selection of the scalars and the final combination of A, B, C.
+    /// Density selection of the A and B scalars, on the CPU while the GPU runs the H and L
+    /// MSMs (so not part of the wall time unless it outlasts them).
+    pub scalar_selection: Duration,
+    /// The final combination of A, B, C.
     pub assembly: Duration,
 }
 
@@ -413,20 +416,32 @@ impl Prover {
         drop((a, b, c));
         timed(&mut report.h, t);
 
-        let t = Instant::now();
-        let msm_h = self.msm_g1(G1Query::H, &h)?;
-        timed(&mut report.msm_h, t);
-        drop(h);
-        let t = Instant::now();
-        let msm_l = self.msm_g1(G1Query::L, &aux)?;
-        timed(&mut report.msm_l, t);
-
+        // The CPU selects the A and B scalars while the GPU runs the H and L MSMs.
         // bellperson runs each query as an input and an aux MSM over consecutive bases; one
         // MSM over the concatenated scalars is the same sum.
-        let t = Instant::now();
-        let a_scalars = [inputs.as_slice(), &a_aux_density.select(&aux)].concat();
-        let b_scalars = [b_input_density.select(&inputs), b_aux_density.select(&aux)].concat();
-        timed(&mut report.assembly, t);
+        let (gpu_side, cpu_side) = rayon::join(
+            || -> Result<_> {
+                let t = Instant::now();
+                let msm_h = self.msm_g1(G1Query::H, &h)?;
+                let h_time = t.elapsed();
+                let t = Instant::now();
+                let msm_l = self.msm_g1(G1Query::L, &aux)?;
+                Ok((msm_h, h_time, msm_l, t.elapsed()))
+            },
+            || {
+                let t = Instant::now();
+                let a_scalars = concat(&inputs, a_aux_density.select(&aux));
+                let b_scalars =
+                    concat(&b_input_density.select(&inputs), b_aux_density.select(&aux));
+                (a_scalars, b_scalars, t.elapsed())
+            },
+        );
+        let (msm_h, h_time, msm_l, l_time) = gpu_side?;
+        let (a_scalars, b_scalars, select_time) = cpu_side;
+        report.msm_h += h_time;
+        report.msm_l += l_time;
+        report.scalar_selection += select_time;
+        drop(h);
 
         let t = Instant::now();
         let msm_a = self.msm_g1(G1Query::A, &a_scalars)?;
@@ -495,6 +510,17 @@ impl Prover {
             || msm_cpu::<G2>(bases, scalars),
         )
     }
+}
+
+/// `head` then `tail`, in one allocation.
+fn concat(head: &[Scalar], tail: Vec<Scalar>) -> Vec<Scalar> {
+    if head.is_empty() {
+        return tail;
+    }
+    let mut out = Vec::with_capacity(head.len() + tail.len());
+    out.extend_from_slice(head);
+    out.extend_from_slice(&tail);
+    out
 }
 
 /// bellperson refuses to prove with an identity delta (a subverted CRS); so do we.

@@ -456,9 +456,14 @@ impl NttKernels {
 
     /// The vector's elements, read back.
     pub fn download(&self, vector: &DeviceVector) -> Result<Vec<Scalar>> {
-        let mut out = Vec::with_capacity(1 << vector.log_n);
-        for part in &vector.parts {
-            out.extend(Scalar::from_bytes(&self.gpu.read_buffer(part)?));
+        let mut out = vec![Scalar::ZERO; 1 << vector.log_n];
+        for (part, values) in vector
+            .parts
+            .iter()
+            .zip(out.chunks_mut(vector.part_len() as usize))
+        {
+            self.gpu
+                .download_into(part, 0, Scalar::as_bytes_mut(values))?;
         }
         Ok(out)
     }
