@@ -45,11 +45,14 @@ struct NttParams {
 @group(0) @binding(4) var<storage, read> coset_c: array<Fr>;
 @group(0) @binding(5) var<storage, read_write> partner: array<Fr>;
 
-// base^e through the lo/hi tables of `params.table`.
+// base^e through the lo/hi tables of `params.table`. In the first half of a transform's
+// stages every twiddle exponent is a multiple of 2^split (the same branch for every
+// invocation): the hi entry alone is the power, and the multiplication is skipped.
 fn table_power(e: u32) -> Fr {
-    let lo = tables[params.table + (e & ((1u << params.split) - 1u))];
     let hi = tables[params.table + (1u << params.split) + (e >> params.split)];
-    return fr_mul(lo, hi);
+    let low_bits = e & ((1u << params.split) - 1u);
+    if (low_bits == 0u) { return hi; }
+    return fr_mul(tables[params.table + low_bits], hi);
 }
 
 // The low `bits` bits of x, reversed (0 for no bits: WGSL masks a shift by 32).

@@ -1,5 +1,6 @@
 //! `wgpu-groth16 bench ...`: measurements, printed as tables for BENCHMARKS.md.
 
+use blstrs::Scalar;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wgpu_groth16::curve::{sample_bases, GpuCurve};
@@ -167,10 +168,21 @@ pub fn ntt(
     log_ns: &[u32],
     runs: u32,
     local_stages: Option<u32>,
+    check: bool,
 ) -> Result<ExitCode> {
     let gpu = GpuContext::new(selector)?;
     let wide = gpu.preferred_wide_mul();
     let mut kernels = NttKernels::new(&gpu, wide)?;
+    // The CPU reference, timed, when asked for.
+    let reference =
+        |f: &dyn Fn() -> Result<Vec<Scalar>>| -> Result<Option<(Vec<Scalar>, Duration)>> {
+            if !check {
+                return Ok(None);
+            }
+            let t = Instant::now();
+            let out = f()?;
+            Ok(Some((out, t.elapsed())))
+        };
     if let Some(stages) = local_stages {
         kernels = kernels.with_local_stages(stages);
     }
@@ -198,15 +210,13 @@ pub fn ntt(
             best = best.min(t.elapsed());
         }
         let gpu_result = kernels.transform(&values, NttOp::Forward)?;
-        let t = Instant::now();
-        let cpu_result = ntt_cpu(&values, NttOp::Forward)?;
-        let cpu = t.elapsed();
+        let cpu = reference(&|| ntt_cpu(&values, NttOp::Forward))?;
         all_equal &= print_ntt_row(
             log_n,
             "forward NTT, data on the device",
             best,
-            cpu,
-            gpu_result == cpu_result,
+            cpu.as_ref(),
+            &gpu_result,
         );
 
         // The H step from host vectors to host coefficients (uploads and read-back included).
@@ -231,16 +241,14 @@ pub fn ntt(
             h_resident = kernels.download(&da)?;
             h_resident.truncate((1 << log_n) - 1);
         }
-        let t = Instant::now();
-        let h_cpu = h_coefficients_cpu(&a, b, &c)?;
-        let cpu = t.elapsed();
-        all_equal &= print_ntt_row(log_n, "H step, host to host", best, cpu, h_gpu == h_cpu);
+        let cpu = reference(&|| h_coefficients_cpu(&a, b, &c))?;
+        all_equal &= print_ntt_row(log_n, "H step, host to host", best, cpu.as_ref(), &h_gpu);
         all_equal &= print_ntt_row(
             log_n,
             "H step, data on the device",
             best_resident,
-            cpu,
-            h_resident == h_cpu,
+            cpu.as_ref(),
+            &h_resident,
         );
     }
     Ok(if all_equal {
@@ -250,15 +258,30 @@ pub fn ntt(
     })
 }
 
-fn print_ntt_row(log_n: u32, step: &str, gpu: Duration, cpu: Duration, equal: bool) -> bool {
+/// One table row; with the CPU reference, whether `gpu` equals it (returned).
+fn print_ntt_row(
+    log_n: u32,
+    step: &str,
+    gpu: Duration,
+    cpu: Option<&(Vec<Scalar>, Duration)>,
+    gpu_result: &[Scalar],
+) -> bool {
+    let equal = cpu.map(|(expected, _)| expected.as_slice() == gpu_result);
     println!(
-        "| 2^{log_n} | {step} | {} | {} | {:.1}x | {} |",
+        "| 2^{log_n} | {step} | {} | {} | {} | {} |",
         ms(gpu),
-        ms(cpu),
-        cpu.as_secs_f64() / gpu.as_secs_f64(),
-        if equal { "yes" } else { "NO" }
+        cpu.map_or("-".into(), |(_, t)| ms(*t)),
+        cpu.map_or("-".into(), |(_, t)| format!(
+            "{:.1}x",
+            t.as_secs_f64() / gpu.as_secs_f64()
+        )),
+        match equal {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "-",
+        }
     );
-    equal
+    equal != Some(false)
 }
 
 /// Host <-> device bandwidth: our staging path (`GpuContext::upload` / `download`) beside

@@ -72,6 +72,9 @@ enum BenchCommand {
         /// default: 8 on GPUs, 0 on CPU adapters.
         #[arg(long)]
         local_stages: Option<u32>,
+        /// Skip bellperson's CPU path (and so the check and the CPU column).
+        #[arg(long)]
+        no_check: bool,
     },
     /// GPU multi-scalar multiplication beside blstrs' multi_exp on this machine's cores.
     Msm {
@@ -166,7 +169,8 @@ pub fn run() -> Result<ExitCode> {
             log_n,
             runs,
             local_stages,
-        }) => bench::ntt(&selector, &log_n, runs, local_stages),
+            no_check,
+        }) => bench::ntt(&selector, &log_n, runs, local_stages, !no_check),
         Command::Bench(BenchCommand::Transfer { mib, runs }) => {
             bench::transfer(&selector, &mib, runs)
         }
