@@ -187,9 +187,13 @@ pub fn ntt(
         kernels = kernels.with_local_stages(stages);
     }
     println!(
-        "{}; NTT, {wide} path, {} stages per workgroup-memory pass; pipelines built in {}; CPU: bellperson on {} threads",
+        "{}; NTT, {wide} path, stages per workgroup-memory pass: {}; pipelines built in {}; CPU: bellperson on {} threads",
         super::adapter_line(&gpu),
-        kernels.local_stages(),
+        log_ns
+            .iter()
+            .map(|&l| format!("{} at 2^{l}", kernels.local_stages(l)))
+            .collect::<Vec<_>>()
+            .join(", "),
         ms(kernels.compile_time()),
         rayon::current_num_threads()
     );
@@ -295,7 +299,7 @@ pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<Ex
     let mut all_equal = true;
     for &size in mib {
         let bytes = size << 20;
-        let host: Vec<u8> = (0..bytes).map(|i| (i * 2654435761 >> 13) as u8).collect();
+        let host: Vec<u8> = (0..bytes).map(|i| ((i * 2654435761) >> 13) as u8).collect();
         let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("transfer bench"),
             size: bytes,

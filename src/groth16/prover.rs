@@ -169,6 +169,22 @@ impl Engine {
 }
 
 impl GpuEngine {
+    pub fn gpu(&self) -> &GpuContext {
+        &self.gpu
+    }
+
+    pub fn g1(&self) -> &MsmKernels<G1> {
+        &self.g1
+    }
+
+    pub fn g2(&self) -> &MsmKernels<G2> {
+        &self.g2
+    }
+
+    pub fn ntt(&self) -> &NttKernels {
+        &self.ntt
+    }
+
     fn new(gpu: GpuContext, msm: MsmConfig) -> Result<Self> {
         let wide = gpu.preferred_wide_mul();
         Ok(GpuEngine {

@@ -321,7 +321,9 @@ pub struct NttKernels {
     /// Cap on one part's bytes, below the device's binding limit (tests lower it).
     max_binding_bytes: Option<u64>,
     /// Stages per workgroup-memory pass (0: one global pass per stage).
-    local_stages: u32,
+    /// Stages per workgroup-memory pass; `None`: chosen per size and adapter.
+    local_stages: Option<u32>,
+    cpu_adapter: bool,
 }
 
 const WORKGROUP: u32 = 64;
@@ -351,20 +353,15 @@ impl NttKernels {
             tables: Mutex::new(HashMap::new()),
             placeholder: gpu.storage_buffer("ntt placeholder", &[0; 32])?,
             max_binding_bytes: None,
-            // Not yet measured on a GPU against one stage a pass; on lavapipe (a CPU) the
-            // workgroup-memory kernel was 1.8x (2^16) to 14x (2^18) slower.
-            local_stages: if gpu.info.device_type == wgpu::DeviceType::Cpu {
-                0
-            } else {
-                MAX_LOCAL_STAGES
-            },
+            local_stages: None,
+            cpu_adapter: gpu.info.device_type == wgpu::DeviceType::Cpu,
         })
     }
 
     /// Runs in-part stages `stages` at a time in workgroup memory (at most
     /// [`MAX_LOCAL_STAGES`]); 0 runs one global pass per stage.
     pub fn with_local_stages(mut self, stages: u32) -> Self {
-        self.local_stages = stages.min(MAX_LOCAL_STAGES);
+        self.local_stages = Some(stages.min(MAX_LOCAL_STAGES));
         self
     }
 
@@ -379,9 +376,18 @@ impl NttKernels {
         self.program.wide_mul
     }
 
-    /// Stages per workgroup-memory pass (0: one global pass per stage).
-    pub fn local_stages(&self) -> u32 {
-        self.local_stages
+    /// Stages per workgroup-memory pass at size 2^log_n (0: one global pass per stage).
+    ///
+    /// Unless set, measured choices: CPU adapters never (lavapipe ran the workgroup-memory
+    /// kernel 1.8x to 14x slower); GPUs up to 2^24 (H200: 2^24 forward 12.9 ms against 17.1 ms
+    /// one stage a pass) but not above (2^26: 163 ms against 72 ms; its late passes stride
+    /// across the whole 2 GiB vector). 2^25 is not measured.
+    pub fn local_stages(&self, log_n: u32) -> u32 {
+        match self.local_stages {
+            Some(stages) => stages,
+            None if self.cpu_adapter || log_n > 24 => 0,
+            None => MAX_LOCAL_STAGES,
+        }
     }
 
     pub fn compile_time(&self) -> std::time::Duration {
@@ -546,7 +552,7 @@ impl NttKernels {
         Layout {
             log_n: vector.log_n,
             part_bits: vector.part_bits,
-            local_bits: self.local_stages,
+            local_bits: self.local_stages(vector.log_n),
         }
     }
 
