@@ -226,3 +226,18 @@ fn msm_g1_with_the_default_device_equals_blstrs() {
     let gpu = wgpu_groth16::msm::msm_g1(&b, &s).unwrap();
     assert_eq!(gpu, msm_cpu::<G1>(&b, &s).unwrap());
 }
+
+/// Kernels keep the workspaces of recent plans and run smaller MSMs of the same shape in a
+/// larger one (stale data from the larger run in every buffer): still equal to blstrs, in an
+/// order that reuses, evicts and reallocates.
+#[test]
+fn msm_g1_in_reused_workspaces_equals_blstrs() {
+    let Some(kernels) = msm_kernels::<G1>(WideMul::Int64) else {
+        return;
+    };
+    let b = bases::<G1>(7, 4096);
+    let s = filecoin_like_scalars(8, 4096);
+    for n in [4096, 4000, 4095, 300, 4093, 1000, 4096, 3000] {
+        assert_msm(kernels, &b[..n], &s[..n], "after other sizes");
+    }
+}

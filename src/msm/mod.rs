@@ -24,6 +24,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 const MSM_WORKGROUP: u32 = 64;
 const SCAN_BLOCK: u64 = 256;
+/// Workspaces an `MsmKernels` keeps (see `MsmKernels::workspaces`).
+const WORKSPACES_KEPT: usize = 2;
 
 /// The CPU reference: blstrs' multi-exponentiation over the first `scalars.len()` bases.
 pub fn msm_cpu<C: GpuCurve>(bases: &[C::Affine], scalars: &[Scalar]) -> Result<C::Projective> {
@@ -141,7 +143,10 @@ pub struct MsmKernels<C: GpuCurve> {
     msm: Arc<CompiledProgram>,
     scan: Arc<CompiledProgram>,
     config: MsmConfig,
-    workspace: Mutex<Option<Workspace>>,
+    /// Workspaces of recent plans, most recent last: a prover alternates between a few MSM
+    /// sizes (H, L, A near n; B smaller), and reallocating gigabytes for each cost more than
+    /// the MSM's sort.
+    workspaces: Mutex<Vec<Workspace>>,
     profile: Mutex<Vec<(String, f64)>>,
     _curve: PhantomData<C>,
 }
@@ -265,7 +270,7 @@ impl<C: GpuCurve> MsmKernels<C> {
             msm: Arc::new(msm),
             scan: Arc::new(scan),
             config,
-            workspace: Mutex::new(None),
+            workspaces: Mutex::new(Vec::new()),
             profile: Mutex::new(Vec::new()),
             _curve: PhantomData,
         })
@@ -278,7 +283,7 @@ impl<C: GpuCurve> MsmKernels<C> {
             msm: self.msm.clone(),
             scan: self.scan.clone(),
             config,
-            workspace: Mutex::new(None),
+            workspaces: Mutex::new(Vec::new()),
             profile: Mutex::new(Vec::new()),
             _curve: PhantomData,
         }
@@ -387,15 +392,33 @@ impl<C: GpuCurve> MsmKernels<C> {
             return Ok(C::Projective::identity());
         }
         let plan = self.plan(scalars.len())?;
-        let mut slot = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.as_ref().is_none_or(|w| w.plan != plan) {
-            *slot = None; // free the old buffers before allocating new ones
-            let bytes = plan.workspace_bytes(C::XYZZ_BYTES as u64);
-            *slot = Some(self.gpu.allocating("the MSM workspace", bytes, || {
-                Workspace::new::<C>(&self.gpu, &plan)
-            })?);
+        let mut cache = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.iter().position(|w| plan.fits_in(&w.plan)) {
+            Some(i) => {
+                let ws = cache.remove(i);
+                cache.push(ws);
+            }
+            None => {
+                if cache.len() >= WORKSPACES_KEPT {
+                    cache.remove(0); // free the oldest before allocating
+                }
+                let bytes = plan.workspace_bytes(C::XYZZ_BYTES as u64);
+                let allocate = || {
+                    self.gpu.allocating("the MSM workspace", bytes, || {
+                        Workspace::new::<C>(&self.gpu, &plan)
+                    })
+                };
+                let ws = match allocate() {
+                    Err(Error::OutOfMemory { .. }) if !cache.is_empty() => {
+                        cache.clear();
+                        allocate()?
+                    }
+                    other => other?,
+                };
+                cache.push(ws);
+            }
         }
-        let ws = slot.as_ref().expect("just filled");
+        let ws = cache.last().expect("just filled");
         let window_sums = self.run(bases, scalars, &plan, ws)?;
         Ok(combine_windows::<C>(&window_sums, plan.window_bits))
     }

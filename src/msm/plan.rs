@@ -176,6 +176,26 @@ impl MsmPlan {
             + (self.windows * self.groups) as u64 * xyzz
     }
 
+    /// Whether a workspace made for `other` can run this plan: the same windows, buckets,
+    /// segments and groups, and room for this plan's chunk and every accumulation level.
+    pub fn fits_in(&self, other: &MsmPlan) -> bool {
+        let same_shape = (self.window_bits, self.segment, self.groups)
+            == (other.window_bits, other.segment, other.groups);
+        let levels_fit = self.level_bounds.len() <= other.level_bounds.len()
+            && self
+                .level_bounds
+                .iter()
+                .zip(&other.level_bounds)
+                .all(|(mine, theirs)| mine <= theirs);
+        // A chunked plan merges into chunk buckets, which an unchunked workspace lacks.
+        let chunk_buckets_fit = self.chunk == self.n || other.chunk < other.n;
+        same_shape
+            && self.chunk <= other.chunk
+            && self.max_partials() <= other.max_partials()
+            && levels_fit
+            && chunk_buckets_fit
+    }
+
     /// All (window, bucket) keys plus the total slot the scan fills.
     pub fn count_slots(&self) -> u64 {
         self.windows as u64 * self.buckets as u64 + 1
@@ -187,6 +207,30 @@ mod tests {
     use super::*;
 
     const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn a_plan_fits_the_workspace_of_a_larger_one_of_the_same_shape() {
+        let plan = |n: usize, limit: u64| {
+            MsmPlan::new(n, 96, 192, limit, &MsmConfig::default()).expect("plans")
+        };
+        let big = plan(1 << 20, 2 * GIB);
+        assert!(big.fits_in(&big));
+        assert!(plan((1 << 20) - 5, 2 * GIB).fits_in(&big));
+        assert!(
+            !big.fits_in(&plan((1 << 20) - 5, 2 * GIB)),
+            "a smaller chunk"
+        );
+        assert!(!plan(1 << 12, 2 * GIB).fits_in(&big), "another window size");
+        // Chunked (tight limit) into unchunked: no chunk buckets there.
+        let chunked = plan(1 << 20, 64 << 20);
+        assert!(chunked.chunk < chunked.n);
+        let unchunked_same_shape = MsmPlan {
+            n: chunked.chunk,
+            ..chunked.clone()
+        };
+        assert!(!chunked.fits_in(&unchunked_same_shape));
+        assert!(unchunked_same_shape.fits_in(&chunked));
+    }
 
     #[test]
     fn windows_cover_256_bits_so_signed_digits_never_carry_out() {
