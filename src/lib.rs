@@ -6,7 +6,8 @@
 //! reference (blstrs) behind the same seam as the GPU kernels; [`curve`] and [`msm`] build
 //! Pippenger multi-scalar multiplication for G1 and G2 on them; [`ntt`] the transforms over
 //! Fr that the H polynomial needs, equal to bellperson's; [`groth16`] synthesizes bellperson
-//! circuits, reads `.params` files and proves with them.
+//! circuits, reads `.params` files and proves with them; [`timeline`] records
+//! what ran where, for traces.
 
 pub mod curve;
 pub mod error;
@@ -15,5 +16,6 @@ pub mod gpu;
 pub mod groth16;
 pub mod msm;
 pub mod ntt;
+pub mod timeline;
 
 pub use error::{Error, Result};

@@ -23,6 +23,7 @@ use wgpu_groth16::groth16::prover::Engine;
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{PointCheck, Prover, ProvingParameters};
 use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
 fn rng(seed: u64) -> ChaCha20Rng {
@@ -257,4 +258,41 @@ fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
         .expect("falls back instead of failing");
     assert!(engine.gpu_failed(), "the loss must be noticed");
     assert_eq!(bytes(&proof), bytes(&expected));
+}
+
+#[test]
+fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
+    let params = params_for(FilecoinLike::blank(8).unwrap(), 12);
+    let timeline = Arc::new(Timeline::new());
+    let prover = Prover::with_engine(&params, Arc::new(Engine::Cpu), None)
+        .unwrap()
+        .with_timeline(timeline.clone());
+    let circuits: Vec<_> = (0..4)
+        .map(|seed| FilecoinLike::new(8, seed).unwrap())
+        .collect();
+    let one = vec![Scalar::ONE; 4];
+    let (proofs, report) = prover
+        .prove_batch_report(circuits.clone(), &one, &one)
+        .unwrap();
+    let expected = create_proof_batch(circuits, &params, one.clone(), one).unwrap();
+    assert_eq!(
+        proofs.iter().map(bytes).collect::<Vec<_>>(),
+        expected.iter().map(bytes).collect::<Vec<_>>()
+    );
+    assert!(report.wall >= report.after_synthesis());
+    let spans = timeline.spans();
+    for i in 0..4 {
+        let find = |name: String| {
+            spans
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("no span {name} in {spans:?}"))
+        };
+        let (synthesized, proved) = (find(format!("synthesize {i}")), find(format!("prove {i}")));
+        assert!(
+            synthesized.end <= proved.start,
+            "{synthesized:?} {proved:?}"
+        );
+        assert_eq!(proved.lane, "prover");
+    }
 }

@@ -84,7 +84,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
         ms(t.elapsed()),
         rayon::current_num_threads()
     );
-    println!("| constraints | batch | synthesis | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | scalar selection (beside MSM H, L) | assembly | after synthesis | total | bellperson CPU | speed-up | equal | peak RSS |");
+    println!("| constraints | batch | synthesis (each circuit; in parallel, beside the proving) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | scalar selection (beside MSM H, L) | assembly | after synthesis | total | bellperson CPU | speed-up | equal | peak RSS |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;
     for &log_n in &options.log_n {

@@ -6,8 +6,9 @@
 //! bellperson on the CPU otherwise. A GPU step that fails is redone on the CPU with a warning,
 //! and the engine stays on the CPU from then on.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{mpsc, Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::Proof;
@@ -16,13 +17,15 @@ use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use rand_core::{OsRng, RngCore};
+use rayon::prelude::*;
 
 use super::params::ProvingParameters;
-use super::synthesis::{synthesize_batch, ProvingAssignment};
+use super::synthesis::{synthesize, ProvingAssignment, Shape};
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::{AdapterSelector, GpuContext};
 use crate::msm::{gpu_disabled_by_env, msm_cpu, MsmConfig, MsmKernels, ResidentBases};
 use crate::ntt::{h_coefficients_cpu, NttKernels};
+use crate::timeline::Timeline;
 use crate::{Error, Result};
 
 /// Where the heavy steps run.
@@ -239,6 +242,9 @@ pub struct ProveReport {
     pub proofs: usize,
     pub constraints: usize,
     pub domain: usize,
+    /// The whole batch, from the first synthesis to the last proof.
+    pub wall: Duration,
+    /// Summed over the circuits, which are synthesized in parallel and beside the proving.
     pub synthesis: Duration,
     pub h: Duration,
     pub msm_h: Duration,
@@ -271,6 +277,7 @@ pub struct Prover {
     params: ProvingParameters,
     engine: Arc<Engine>,
     resident: Option<ResidentParams>,
+    timeline: Option<Arc<Timeline>>,
 }
 
 impl Prover {
@@ -308,7 +315,14 @@ impl Prover {
             params,
             engine,
             resident,
+            timeline: None,
         })
+    }
+
+    /// Records every stage of every proof in `timeline` (see [`Timeline::write_chrome_trace`]).
+    pub fn with_timeline(mut self, timeline: Arc<Timeline>) -> Self {
+        self.timeline = Some(timeline);
+        self
     }
 
     pub fn params(&self) -> &ProvingParameters {
@@ -375,33 +389,129 @@ impl Prover {
                 ss.len()
             )));
         }
+        if circuits.is_empty() {
+            return Err(Error::InvalidInput(
+                "a batch needs at least one circuit".into(),
+            ));
+        }
+        let count = circuits.len();
         let mut report = ProveReport {
-            proofs: circuits.len(),
+            proofs: count,
             ..Default::default()
         };
         let start = Instant::now();
-        let assignments = synthesize_batch(circuits)?;
-        report.synthesis = start.elapsed();
-        let shape = assignments[0].shape();
-        let domain = shape.constraints.max(1).next_power_of_two();
-        self.params.check_fits(
-            shape.inputs,
-            shape.aux,
-            domain,
-            shape.a_aux_density,
-            shape.b_input_density,
-            shape.b_aux_density,
-        )?;
-        check_delta(&self.params)?;
-        report.constraints = shape.constraints;
-        report.domain = domain;
-
-        let mut proofs = Vec::with_capacity(assignments.len());
-        for ((assignment, &r), &s) in assignments.into_iter().zip(rs).zip(ss) {
-            proofs.push(self.prove_assignment(assignment, r, s, &mut report)?);
-        }
+        // Circuits are synthesized in parallel on a pool of their own and handed over as each
+        // finishes, so proof k runs on the GPU while later circuits are still being
+        // synthesized (the prover's own steps use the global pool and must not queue behind
+        // seconds-long synthesis tasks).
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let synthesis_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.saturating_sub(1).max(1))
+            .thread_name(|i| format!("synthesis-{i}"))
+            .build()
+            .map_err(|e| Error::InvalidInput(format!("cannot start synthesis threads: {e}")))?;
+        let cancel = AtomicBool::new(false);
+        let (sender, receiver) = mpsc::channel();
+        let proofs = std::thread::scope(|scope| {
+            let cancel = &cancel;
+            scope.spawn(move || {
+                synthesis_pool.install(|| {
+                    circuits.into_par_iter().enumerate().for_each_with(
+                        sender,
+                        |sender, (i, circuit)| {
+                            if cancel.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            let lane = format!(
+                                "synthesis thread {}",
+                                rayon::current_thread_index().unwrap_or(0)
+                            );
+                            let t = Instant::now();
+                            let result = self
+                                .span(&lane, &format!("synthesize {i}"), || synthesize(circuit));
+                            // The receiver is gone only when proving already failed.
+                            let _ = sender.send((i, result.map(|a| (a, t.elapsed()))));
+                        },
+                    );
+                });
+            });
+            let proofs = self.prove_in_order(&receiver, count, rs, ss, &mut report);
+            if proofs.is_err() {
+                cancel.store(true, Ordering::Relaxed);
+            }
+            proofs
+        })?;
+        report.wall = start.elapsed();
         report.backend = self.engine.describe();
         Ok((proofs, report))
+    }
+
+    /// Proves circuits 0, 1, ... as their assignments arrive (in any order) from synthesis.
+    /// Circuit 0 decides the shape: the parameters must fit it, and every other circuit must
+    /// share it.
+    fn prove_in_order(
+        &self,
+        receiver: &mpsc::Receiver<(usize, Result<(ProvingAssignment, Duration)>)>,
+        count: usize,
+        rs: &[Scalar],
+        ss: &[Scalar],
+        report: &mut ProveReport,
+    ) -> Result<Vec<Proof<Bls12>>> {
+        let mut arrived = BTreeMap::new();
+        let mut expected: Option<Shape> = None;
+        let mut proofs = Vec::with_capacity(count);
+        for i in 0..count {
+            let next = loop {
+                if let Some(next) = arrived.remove(&i) {
+                    break next;
+                }
+                let (j, assignment) = receiver.recv().map_err(|_| {
+                    Error::InvalidInput(format!("synthesis of circuit {i} never finished"))
+                })?;
+                arrived.insert(j, assignment);
+            };
+            let (assignment, took) = next?;
+            report.synthesis += took;
+            let shape = assignment.shape();
+            match &expected {
+                None => {
+                    let domain = shape.constraints.max(1).next_power_of_two();
+                    self.params.check_fits(
+                        shape.inputs,
+                        shape.aux,
+                        domain,
+                        shape.a_aux_density,
+                        shape.b_input_density,
+                        shape.b_aux_density,
+                    )?;
+                    check_delta(&self.params)?;
+                    report.constraints = shape.constraints;
+                    report.domain = domain;
+                    expected = Some(shape);
+                }
+                Some(first) if *first != shape => {
+                    return Err(Error::BatchShape {
+                        index: i,
+                        expected: first.to_string(),
+                        found: shape.to_string(),
+                    })
+                }
+                Some(_) => {}
+            }
+            let proof = self.span("prover", &format!("prove {i}"), || {
+                self.prove_assignment(assignment, rs[i], ss[i], report)
+            })?;
+            proofs.push(proof);
+        }
+        Ok(proofs)
+    }
+
+    /// Runs `f` as a span of the timeline, if there is one.
+    fn span<T>(&self, lane: &str, name: &str, f: impl FnOnce() -> T) -> T {
+        match &self.timeline {
+            Some(timeline) => timeline.record(lane, name, f),
+            None => f(),
+        }
     }
 
     fn prove_assignment(
