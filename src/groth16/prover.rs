@@ -506,6 +506,19 @@ impl Prover {
         Ok(proofs)
     }
 
+    /// Runs one step of a proof: its time goes to `slot`, and to the timeline's lane of the
+    /// engine (the GPU's steps run one at a time).
+    fn step<T>(&self, name: &str, slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let lane = match self.engine.as_ref() {
+            Engine::Gpu(_) => "gpu",
+            Engine::Cpu => "cpu",
+        };
+        let value = self.span(lane, name, f);
+        *slot += t.elapsed();
+        value
+    }
+
     /// Runs `f` as a span of the timeline, if there is one.
     fn span<T>(&self, lane: &str, name: &str, f: impl FnOnce() -> T) -> T {
         match &self.timeline {
@@ -521,7 +534,6 @@ impl Prover {
         s: Scalar,
         report: &mut ProveReport,
     ) -> Result<Proof<Bls12>> {
-        let timed = |slot: &mut Duration, start: Instant| *slot += start.elapsed();
         let ProvingAssignment {
             a,
             b,
@@ -533,26 +545,24 @@ impl Prover {
             b_aux_density,
         } = assignment;
 
-        let t = Instant::now();
-        let h = self.engine.run(
-            "the H step",
-            |gpu| gpu.ntt.h_coefficients(&a, &b, &c),
-            || h_coefficients_cpu(&a, &b, &c),
-        )?;
+        let h = self.step("H step", &mut report.h, || {
+            self.engine.run(
+                "the H step",
+                |gpu| gpu.ntt.h_coefficients(&a, &b, &c),
+                || h_coefficients_cpu(&a, &b, &c),
+            )
+        })?;
         drop((a, b, c));
-        timed(&mut report.h, t);
 
         // The CPU selects the A and B scalars while the GPU runs the H and L MSMs.
         // bellperson runs each query as an input and an aux MSM over consecutive bases; one
         // MSM over the concatenated scalars is the same sum.
         let (gpu_side, cpu_side) = rayon::join(
             || -> Result<_> {
-                let t = Instant::now();
-                let msm_h = self.msm_g1(G1Query::H, &h)?;
-                let h_time = t.elapsed();
-                let t = Instant::now();
-                let msm_l = self.msm_g1(G1Query::L, &aux)?;
-                Ok((msm_h, h_time, msm_l, t.elapsed()))
+                let (mut h_time, mut l_time) = Default::default();
+                let msm_h = self.step("MSM H", &mut h_time, || self.msm_g1(G1Query::H, &h))?;
+                let msm_l = self.step("MSM L", &mut l_time, || self.msm_g1(G1Query::L, &aux))?;
+                Ok((msm_h, h_time, msm_l, l_time))
             },
             || {
                 let t = Instant::now();
@@ -569,18 +579,16 @@ impl Prover {
         report.scalar_selection += select_time;
         drop(h);
 
-        let t = Instant::now();
-        let msm_a = self.msm_g1(G1Query::A, &a_scalars)?;
-        timed(&mut report.msm_a, t);
-        let t = Instant::now();
-        let msm_b_g1 = self.msm_g1(G1Query::BG1, &b_scalars)?;
-        timed(&mut report.msm_b_g1, t);
-        let t = Instant::now();
-        let msm_b_g2 = self.msm_g2(&b_scalars)?;
-        timed(&mut report.msm_b_g2, t);
+        let msm_a = self.step("MSM A", &mut report.msm_a, || {
+            self.msm_g1(G1Query::A, &a_scalars)
+        })?;
+        let msm_b_g1 = self.step("MSM B G1", &mut report.msm_b_g1, || {
+            self.msm_g1(G1Query::BG1, &b_scalars)
+        })?;
+        let msm_b_g2 = self.step("MSM B G2", &mut report.msm_b_g2, || self.msm_g2(&b_scalars))?;
 
-        let t = Instant::now();
         let vk = &self.params.vk;
+        let start = Instant::now();
         // The same terms in the same order as bellperson's native prover.
         let g_a = vk.delta_g1 * r + vk.alpha_g1 + msm_a;
         let g_b = vk.delta_g2 * s + vk.beta_g2 + msm_b_g2;
@@ -596,7 +604,7 @@ impl Prover {
             b: g_b.into(),
             c: g_c.into(),
         };
-        timed(&mut report.assembly, t);
+        report.assembly += start.elapsed();
         Ok(proof)
     }
 
