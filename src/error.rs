@@ -69,6 +69,14 @@ pub enum Error {
         message: String,
     },
 
+    /// The device memory budget cannot hold what one proof needs.
+    #[error("the VRAM budget of {budget} bytes cannot hold {what} ({needed} bytes needed); raise the budget or prove smaller circuits")]
+    VramBudget {
+        what: String,
+        needed: u64,
+        budget: u64,
+    },
+
     /// Inputs that do not fit together (lengths, shapes).
     #[error("invalid input: {0}")]
     InvalidInput(String),

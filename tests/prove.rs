@@ -296,3 +296,84 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
         assert_eq!(proved.lane, "prover");
     }
 }
+
+/// A GPU engine whose pooled buffers and resident bases must fit 200 KiB (its own device:
+/// the pool accounting of the shared engine is shared with the other tests), and a guard
+/// that keeps the tests using it from running at once (they read its pool's accounting).
+fn budget_engine() -> Option<(Arc<Engine>, std::sync::MutexGuard<'static, ()>)> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static ENGINE: OnceLock<Option<Arc<Engine>>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let gpu = common::gpu(common::Target::Native)?;
+            let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
+            let engine = Engine::on_device_within(own, MsmConfig::default(), Some(200 << 10));
+            Some(Arc::new(engine.unwrap()))
+        })
+        .clone()
+        .map(|engine| {
+            let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+            (engine, guard)
+        })
+}
+
+#[test]
+fn a_vram_budget_below_one_proof_is_refused() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    // Domain 2^12: a, b, c need 384 KiB.
+    let params = params_for(FilecoinLike::blank(12).unwrap(), 13);
+    let err = Prover::with_engine(&params, engine, None)
+        .err()
+        .expect("over budget");
+    assert!(
+        matches!(err, Error::VramBudget { needed, budget, .. } if needed == 3 << 17 && budget == 200 << 10),
+        "{err}"
+    );
+}
+
+#[test]
+fn bases_over_the_budget_are_uploaded_per_msm_and_proofs_still_equal_bellperson() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    // Domain 2^10: a, b, c need 96 KiB; the bases (~440 KB) do not fit beside them.
+    let params = params_for(FilecoinLike::blank(10).unwrap(), 14);
+    let prover = Prover::with_engine(&params, engine, None).unwrap();
+    let circuit = FilecoinLike::new(10, 3).unwrap();
+    let (r, s) = (Scalar::random(rng(80)), Scalar::random(rng(81)));
+    let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
+    assert_eq!(
+        bytes(&prover.prove(circuit, r, s).unwrap()),
+        bytes(&expected)
+    );
+}
+
+#[test]
+fn the_pool_does_not_grow_over_fifty_proofs() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let params = params_for(SingleConstraint::blank(), 15);
+    let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+    let Engine::Gpu(gpu) = engine.as_ref() else {
+        unreachable!("a GPU engine")
+    };
+    let circuit = SingleConstraint::new(Scalar::from(5u64), Scalar::from(6u64));
+    let expected = create_proof(circuit.clone(), &params, Scalar::ONE, Scalar::ONE).unwrap();
+    let mut after_first = None;
+    for _ in 0..50 {
+        let proof = prover
+            .prove(circuit.clone(), Scalar::ONE, Scalar::ONE)
+            .unwrap();
+        assert_eq!(bytes(&proof), bytes(&expected));
+        let allocated = gpu.pool().stats().allocated_bytes;
+        assert!(allocated <= 200 << 10);
+        assert_eq!(
+            *after_first.get_or_insert(allocated),
+            allocated,
+            "the pool grew"
+        );
+    }
+}

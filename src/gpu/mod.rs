@@ -3,6 +3,7 @@
 
 pub mod context;
 pub mod pipeline_cache;
+pub mod pool;
 pub mod shader;
 mod transfer;
 
@@ -318,6 +319,19 @@ impl GpuContext {
             })
             .map_err(|e| Error::device("waiting for a submission", e))?;
         self.check_alive()
+    }
+
+    /// Whether `submission` has completed, without blocking. Like [`wait_for`](Self::wait_for),
+    /// it names one submission: nothing in this crate waits on the whole device.
+    pub fn has_completed(&self, submission: wgpu::SubmissionIndex) -> Result<bool> {
+        match self.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(submission),
+            timeout: Some(Duration::ZERO),
+        }) {
+            Ok(_) => Ok(true),
+            Err(wgpu::PollError::Timeout) => Ok(false),
+            Err(e) => Err(Error::device("checking a submission", e)),
+        }
     }
 
     /// Copies `buffer` back to the host once the work before it has finished.

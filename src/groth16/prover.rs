@@ -22,6 +22,7 @@ use rayon::prelude::*;
 use super::params::ProvingParameters;
 use super::synthesis::{synthesize, ProvingAssignment, Shape};
 use crate::curve::{GpuCurve, G1, G2};
+use crate::gpu::pool::BufferPool;
 use crate::gpu::{AdapterSelector, GpuContext};
 use crate::msm::{gpu_disabled_by_env, msm_cpu, MsmConfig, MsmKernels, ResidentBases};
 use crate::ntt::{h_coefficients_cpu, NttKernels};
@@ -47,14 +48,17 @@ pub struct ProverConfig {
     pub backend: Backend,
     /// MSM tuning and limits (lower `max_binding_bytes` to exercise chunking).
     pub msm: MsmConfig,
-    /// Device memory the parameters' bases may occupy; over it, bases are uploaded for each
-    /// MSM instead of kept resident. `None`: keep them resident if the device can hold them.
-    pub resident_bases_budget: Option<u64>,
+    /// Device memory for the parameters' bases and the buffers the prover pools (the NTT
+    /// vectors of one proof; the MSM workspaces are not counted yet). Bases stay resident only
+    /// if they fit beside one proof's buffers; a budget below one proof's buffers is an error.
+    /// `None`: no limit but the device's.
+    pub vram_budget: Option<u64>,
 }
 
 /// The kernels of one device, compiled once.
 pub struct GpuEngine {
     gpu: GpuContext,
+    pool: BufferPool,
     g1: MsmKernels<G1>,
     g2: MsmKernels<G2>,
     ntt: NttKernels,
@@ -74,35 +78,49 @@ impl Engine {
     pub fn open(config: &ProverConfig) -> Result<Arc<Engine>> {
         match &config.backend {
             Backend::Cpu => Ok(Arc::new(Engine::Cpu)),
-            Backend::Gpu(selector) => Ok(Arc::new(Engine::on_device(
+            Backend::Gpu(selector) => Ok(Arc::new(Engine::on_device_within(
                 GpuContext::new(selector)?,
                 config.msm.clone(),
+                config.vram_budget,
             )?)),
             Backend::Auto => {
-                if config.msm != MsmConfig::default() {
-                    return Ok(Arc::new(Engine::auto(config.msm.clone())));
+                if config.msm != MsmConfig::default() || config.vram_budget.is_some() {
+                    return Ok(Arc::new(Engine::auto(config)));
                 }
                 static SHARED: OnceLock<Arc<Engine>> = OnceLock::new();
                 Ok(SHARED
-                    .get_or_init(|| Arc::new(Engine::auto(MsmConfig::default())))
+                    .get_or_init(|| Arc::new(Engine::auto(&ProverConfig::default())))
                     .clone())
             }
         }
     }
 
-    /// The kernels of `gpu`, compiled now.
+    /// The kernels of `gpu`, compiled now, with no VRAM budget but the device's.
     pub fn on_device(gpu: GpuContext, msm: MsmConfig) -> Result<Engine> {
-        Ok(Engine::Gpu(Box::new(GpuEngine::new(gpu, msm)?)))
+        Self::on_device_within(gpu, msm, None)
     }
 
-    fn auto(msm: MsmConfig) -> Engine {
+    /// [`on_device`](Self::on_device) with pooled buffers and resident bases kept within
+    /// `vram_budget` bytes.
+    pub fn on_device_within(
+        gpu: GpuContext,
+        msm: MsmConfig,
+        vram_budget: Option<u64>,
+    ) -> Result<Engine> {
+        Ok(Engine::Gpu(Box::new(GpuEngine::new(
+            gpu,
+            msm,
+            vram_budget,
+        )?)))
+    }
+
+    fn auto(config: &ProverConfig) -> Engine {
         if gpu_disabled_by_env() {
             log::info!("BELLMAN_NO_GPU is set: proving on the CPU");
             return Engine::Cpu;
         }
-        match GpuContext::new(&AdapterSelector::default())
-            .and_then(|gpu| Engine::on_device(gpu, msm))
-        {
+        let open = |gpu| Engine::on_device_within(gpu, config.msm.clone(), config.vram_budget);
+        match GpuContext::new(&AdapterSelector::default()).and_then(open) {
             Ok(engine) => engine,
             Err(e) => {
                 log::warn!("proving on the CPU: {e}");
@@ -188,12 +206,19 @@ impl GpuEngine {
         &self.ntt
     }
 
-    fn new(gpu: GpuContext, msm: MsmConfig) -> Result<Self> {
+    /// Pooled buffers and resident bases of every prover on this engine.
+    pub fn pool(&self) -> &BufferPool {
+        &self.pool
+    }
+
+    fn new(gpu: GpuContext, msm: MsmConfig, vram_budget: Option<u64>) -> Result<Self> {
         let wide = gpu.preferred_wide_mul();
+        let pool = BufferPool::new(&gpu, vram_budget.unwrap_or(u64::MAX));
         Ok(GpuEngine {
             g1: MsmKernels::new(&gpu, wide, msm.clone())?,
             g2: MsmKernels::new(&gpu, wide, msm)?,
-            ntt: NttKernels::new(&gpu, wide)?,
+            ntt: NttKernels::new(&gpu, wide)?.with_pool(pool.clone()),
+            pool,
             gpu,
             failed: AtomicBool::new(false),
         })
@@ -277,46 +302,77 @@ pub struct Prover {
     params: ProvingParameters,
     engine: Arc<Engine>,
     resident: Option<ResidentParams>,
+    /// Bytes of `resident`, set aside in the engine's pool.
+    resident_bytes: u64,
     timeline: Option<Arc<Timeline>>,
+}
+
+impl Drop for Prover {
+    fn drop(&mut self) {
+        if let Some(gpu) = self.engine.gpu() {
+            gpu.pool().release_aside(self.resident_bytes);
+        }
+    }
 }
 
 impl Prover {
     pub fn new(params: impl Into<ProvingParameters>, config: &ProverConfig) -> Result<Self> {
-        Self::with_engine(params, Engine::open(config)?, config.resident_bases_budget)
+        Self::with_engine(params, Engine::open(config)?, config.vram_budget)
     }
 
-    /// A prover on an engine already open (several provers may share one).
+    /// A prover on an engine already open (several provers may share one). The bases stay
+    /// on the device when they fit both `resident_bases_budget` and the engine's VRAM budget
+    /// beside one proof's pooled buffers; otherwise each MSM uploads its bases.
     pub fn with_engine(
         params: impl Into<ProvingParameters>,
         engine: Arc<Engine>,
         resident_bases_budget: Option<u64>,
     ) -> Result<Self> {
         let params = params.into();
-        let resident = match engine.gpu() {
-            None => None,
-            Some(gpu) => {
-                let bytes = ResidentParams::bytes(&params);
-                if resident_bases_budget.is_some_and(|budget| bytes > budget) {
-                    log::info!("bases ({bytes} bytes) over the resident budget: uploaded per MSM");
-                    None
-                } else {
-                    match ResidentParams::upload(gpu, &params) {
-                        Ok(resident) => Some(resident),
-                        Err(Error::OutOfMemory { message, .. }) => {
-                            log::warn!("bases ({bytes} bytes) do not fit on the device ({message}): uploaded per MSM");
-                            None
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-            }
-        };
-        Ok(Prover {
+        let mut prover = Prover {
             params,
             engine,
-            resident,
+            resident: None,
+            resident_bytes: 0,
             timeline: None,
-        })
+        };
+        let Some(gpu) = prover.engine.gpu() else {
+            return Ok(prover);
+        };
+        let pool = gpu.pool();
+        // One proof's NTT vectors a, b, c, at the parameters' domain.
+        let per_proof = 3 * (prover.params.h.len() as u64 + 1).next_power_of_two() * 32;
+        if per_proof > pool.budget() {
+            return Err(Error::VramBudget {
+                what: "one proof's NTT vectors (a, b, c)".into(),
+                needed: per_proof,
+                budget: pool.budget(),
+            });
+        }
+        let bytes = ResidentParams::bytes(&prover.params);
+        let fits = resident_bases_budget.is_none_or(|budget| bytes <= budget)
+            && bytes + per_proof <= pool.budget()
+            && pool.set_aside(bytes);
+        if !fits {
+            log::info!("bases ({bytes} bytes) over the VRAM budget: uploaded per MSM");
+            return Ok(prover);
+        }
+        match ResidentParams::upload(gpu, &prover.params) {
+            Ok(resident) => {
+                prover.resident = Some(resident);
+                prover.resident_bytes = bytes;
+            }
+            Err(e) => {
+                pool.release_aside(bytes);
+                match e {
+                    Error::OutOfMemory { message, .. } => log::warn!(
+                        "bases ({bytes} bytes) do not fit on the device ({message}): uploaded per MSM"
+                    ),
+                    e => return Err(e),
+                }
+            }
+        }
+        Ok(prover)
     }
 
     /// Records every stage of every proof in `timeline` (see [`Timeline::write_chrome_trace`]).

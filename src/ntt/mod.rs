@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::field::GpuField;
+use crate::gpu::pool::BufferPool;
 use crate::gpu::{workgroup_grid, CompiledProgram, GpuContext, Program, UniformArray, WideMul};
 use bellperson::domain::EvaluationDomain;
 use blstrs::Scalar;
@@ -140,11 +141,35 @@ impl DomainTables {
     }
 }
 
-/// A vector on the device as 2^part_bits equal parts, one buffer each.
+/// A vector on the device as 2^part_bits equal parts, one buffer each. Pooled parts go back
+/// to their pool when the vector drops, fenced by the last submission that used them.
 pub struct DeviceVector {
     pub parts: Vec<wgpu::Buffer>,
     pub log_n: u32,
     pub part_bits: u32,
+    pool: Option<BufferPool>,
+    last_use: Mutex<Option<wgpu::SubmissionIndex>>,
+}
+
+impl DeviceVector {
+    fn used_by(&self, submission: &wgpu::SubmissionIndex) {
+        *self.last_use.lock().unwrap_or_else(|e| e.into_inner()) = Some(submission.clone());
+    }
+}
+
+impl Drop for DeviceVector {
+    fn drop(&mut self) {
+        if let Some(pool) = &self.pool {
+            let fence = self
+                .last_use
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            for part in self.parts.drain(..) {
+                pool.give_back(part, fence.clone());
+            }
+        }
+    }
 }
 
 impl DeviceVector {
@@ -320,10 +345,11 @@ pub struct NttKernels {
     placeholder: wgpu::Buffer,
     /// Cap on one part's bytes, below the device's binding limit (tests lower it).
     max_binding_bytes: Option<u64>,
-    /// Stages per workgroup-memory pass (0: one global pass per stage).
     /// Stages per workgroup-memory pass; `None`: chosen per size and adapter.
     local_stages: Option<u32>,
     cpu_adapter: bool,
+    /// Where vectors take their buffers from and give them back; `None`: fresh buffers.
+    pool: Option<BufferPool>,
 }
 
 const WORKGROUP: u32 = 64;
@@ -355,6 +381,7 @@ impl NttKernels {
             max_binding_bytes: None,
             local_stages: None,
             cpu_adapter: gpu.info.device_type == wgpu::DeviceType::Cpu,
+            pool: None,
         })
     }
 
@@ -362,6 +389,12 @@ impl NttKernels {
     /// [`MAX_LOCAL_STAGES`]); 0 runs one global pass per stage.
     pub fn with_local_stages(mut self, stages: u32) -> Self {
         self.local_stages = Some(stages.min(MAX_LOCAL_STAGES));
+        self
+    }
+
+    /// Takes vectors' buffers from `pool` (and gives them back) instead of allocating each.
+    pub fn with_pool(mut self, pool: BufferPool) -> Self {
+        self.pool = Some(pool);
         self
     }
 
@@ -442,22 +475,38 @@ impl NttKernels {
         }
         let part_len = 1usize << (log_n - part_bits);
         let part_bytes = (part_len * std::mem::size_of::<Scalar>()) as u64;
-        let parts = self
-            .gpu
-            .allocating("an NTT vector", part_bytes << part_bits, || {
-                (0..1usize << part_bits)
-                    .map(|_| self.gpu.empty_storage_buffer("ntt part", part_bytes))
-                    .collect::<Result<Vec<_>>>()
-            })??;
-        // Parts past the values stay zero: wgpu clears never-written ranges before use.
-        for (part, values) in parts.iter().zip(values.chunks(part_len)) {
-            self.gpu.upload(part, 0, Scalar::as_bytes(values))?;
-        }
-        Ok(DeviceVector {
+        let parts = match &self.pool {
+            Some(pool) => (0..1usize << part_bits)
+                .map(|_| pool.take("an NTT vector part", part_bytes))
+                .collect::<Result<Vec<_>>>()?,
+            None => self
+                .gpu
+                .allocating("an NTT vector", part_bytes << part_bits, || {
+                    (0..1usize << part_bits)
+                        .map(|_| self.gpu.empty_storage_buffer("ntt part", part_bytes))
+                        .collect::<Result<Vec<_>>>()
+                })??,
+        };
+        let vector = DeviceVector {
             parts,
             log_n,
             part_bits,
-        })
+            pool: self.pool.clone(),
+            last_use: Mutex::new(None),
+        };
+        // Pooled buffers hold an earlier vector: zero what the values do not cover.
+        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        for (p, part) in vector.parts.iter().enumerate() {
+            let values = values.get(p * part_len..).unwrap_or(&[]);
+            let values = &values[..values.len().min(part_len)];
+            self.gpu.upload(part, 0, Scalar::as_bytes(values))?;
+            let written = std::mem::size_of_val(values) as u64;
+            if written < part_bytes {
+                encoder.clear_buffer(part, written, None);
+            }
+        }
+        vector.used_by(&self.gpu.queue.submit([encoder.finish()]));
+        Ok(vector)
     }
 
     /// The vector's elements, read back.
@@ -630,6 +679,10 @@ impl NttKernels {
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
-        Ok(self.gpu.queue.submit([encoder.finish()]))
+        let submission = self.gpu.queue.submit([encoder.finish()]);
+        for vector in vectors {
+            vector.used_by(&submission);
+        }
+        Ok(submission)
     }
 }

@@ -1,0 +1,166 @@
+//! Device buffers reused across proofs within a VRAM budget.
+//!
+//! A buffer handed back goes into the pool only once the submission that last used it has
+//! completed (its `SubmissionIndex` is the fence), never merely because a handle was dropped.
+//! When the budget is used up, [`BufferPool::take`] waits for the oldest buffer still in
+//! flight, on that buffer's own fence: never on the whole device, which would also wait for
+//! other workers' kernels (supraseal-c2's two-locks lesson, ../shared/DESIGN.md §6).
+
+use std::sync::{Arc, Mutex};
+
+use super::GpuContext;
+use crate::error::{Error, Result};
+
+/// Buffers of one device. Cloning shares the pool.
+#[derive(Clone)]
+pub struct BufferPool {
+    inner: Arc<Mutex<PoolState>>,
+    gpu: GpuContext,
+    budget: u64,
+}
+
+struct PoolState {
+    /// Bytes of every buffer the pool owns (free, in flight, or taken).
+    allocated: u64,
+    free: Vec<wgpu::Buffer>,
+    /// Handed back, waiting for their last submission.
+    in_flight: Vec<(wgpu::Buffer, wgpu::SubmissionIndex)>,
+}
+
+/// What the pool holds, for tests and logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolStats {
+    pub allocated_bytes: u64,
+    pub free: usize,
+    pub in_flight: usize,
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("budget", &self.budget)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl BufferPool {
+    /// A pool that never owns more than `budget` bytes of buffers.
+    pub fn new(gpu: &GpuContext, budget: u64) -> Self {
+        BufferPool {
+            inner: Arc::new(Mutex::new(PoolState {
+                allocated: 0,
+                free: Vec::new(),
+                in_flight: Vec::new(),
+            })),
+            gpu: gpu.clone(),
+            budget,
+        }
+    }
+
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        let state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        PoolStats {
+            allocated_bytes: state.allocated,
+            free: state.free.len(),
+            in_flight: state.in_flight.len(),
+        }
+    }
+
+    /// A storage buffer of `size` bytes (contents undefined): a free one of that size, else a
+    /// new one if the budget allows (dropping free buffers of other sizes to make room), else
+    /// the first in-flight buffer of that size once its fence has passed.
+    pub fn take(&self, what: &str, size: u64) -> Result<wgpu::Buffer> {
+        if size > self.budget {
+            return Err(Error::VramBudget {
+                what: what.to_string(),
+                needed: size,
+                budget: self.budget,
+            });
+        }
+        loop {
+            let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            self.collect_finished(&mut state)?;
+            if let Some(i) = state.free.iter().position(|b| b.size() == size) {
+                return Ok(state.free.swap_remove(i));
+            }
+            if make_room(&mut state, size, self.budget) {
+                let buffer = self
+                    .gpu
+                    .allocating(what, size, || self.gpu.empty_storage_buffer(what, size))??;
+                state.allocated += size;
+                return Ok(buffer);
+            }
+            // Over budget with nothing free: wait for the oldest buffer in flight.
+            let Some(oldest) = state.in_flight.first().map(|(_, fence)| fence.clone()) else {
+                return Err(Error::VramBudget {
+                    what: what.to_string(),
+                    needed: state.allocated + size,
+                    budget: self.budget,
+                });
+            };
+            drop(state);
+            self.gpu.wait_for(oldest)?;
+        }
+    }
+
+    /// Counts `bytes` held outside the pool (resident bases) against the budget, if they fit
+    /// beside what the pool owns (after dropping free buffers); `false` if they do not.
+    pub fn set_aside(&self, bytes: u64) -> bool {
+        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if !make_room(&mut state, bytes, self.budget) {
+            return false;
+        }
+        state.allocated += bytes;
+        true
+    }
+
+    /// Undoes [`set_aside`](Self::set_aside).
+    pub fn release_aside(&self, bytes: u64) {
+        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        state.allocated = state.allocated.saturating_sub(bytes);
+    }
+
+    /// Gives `buffer` back; it becomes free once `last_use` (the last submission that used
+    /// it; `None` if none did) has completed.
+    pub fn give_back(&self, buffer: wgpu::Buffer, last_use: Option<wgpu::SubmissionIndex>) {
+        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match last_use {
+            Some(fence) => state.in_flight.push((buffer, fence)),
+            None => state.free.push(buffer),
+        }
+    }
+
+    /// Moves the in-flight buffers whose fence has passed to the free list, checking each
+    /// fence without blocking.
+    fn collect_finished(&self, state: &mut PoolState) -> Result<()> {
+        let mut i = 0;
+        while i < state.in_flight.len() {
+            if self.gpu.has_completed(state.in_flight[i].1.clone())? {
+                let (buffer, _) = state.in_flight.swap_remove(i);
+                state.free.push(buffer);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Drops free buffers until `bytes` more fit the budget; whether they do.
+fn make_room(state: &mut PoolState, bytes: u64, budget: u64) -> bool {
+    while state.allocated + bytes > budget {
+        match state.free.pop() {
+            Some(other) => {
+                state.allocated -= other.size();
+                other.destroy();
+            }
+            None => return false,
+        }
+    }
+    true
+}
