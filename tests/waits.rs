@@ -1,0 +1,39 @@
+//! Nothing in the crate waits on the whole device (supraseal-c2's lesson, DESIGN.md §6: one
+//! device-wide wait inside the staging path turns two locks back into one). Every wait goes
+//! through `GpuContext::wait_for` / `has_completed`, which name one submission; this test
+//! keeps it so by reading the sources.
+
+use std::path::Path;
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_wait_names_one_submission() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    assert!(files.len() > 10, "sources not found under {root:?}");
+    let wait_layer = root.join("src/gpu/mod.rs");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for forbidden in ["wait_indefinitely", "submission_index: None", "PollType::Poll"] {
+            assert!(!text.contains(forbidden), "{file:?} uses {forbidden}");
+        }
+        let polls = text.matches(".poll(").count();
+        if file == wait_layer {
+            assert_eq!(polls, 2, "wait_for and has_completed are the only polls");
+            assert_eq!(text.matches("submission_index: Some(submission)").count(), 2);
+        } else {
+            assert_eq!(polls, 0, "{file:?} polls the device outside the wait layer");
+        }
+    }
+}
