@@ -6,11 +6,27 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // A panic is a bug, but the user still gets one line; RUST_BACKTRACE asks for the rest.
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        std::panic::set_hook(Box::new(|info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a panic");
+            let place = info
+                .location()
+                .map_or(String::new(), |l| format!(" at {l}"));
+            eprintln!("error: internal error{place}: {message} (RUST_BACKTRACE=1 for a backtrace)");
+        }));
+    }
     match cli::run() {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err}");
-            ExitCode::FAILURE
+            // 1 is a failed check (an invalid proof): scripts can tell the two apart.
+            ExitCode::from(2)
         }
     }
 }

@@ -25,13 +25,20 @@ fn every_wait_names_one_submission() {
     let wait_layer = root.join("src/gpu/mod.rs");
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
-        for forbidden in ["wait_indefinitely", "submission_index: None", "PollType::Poll"] {
+        for forbidden in [
+            "wait_indefinitely",
+            "submission_index: None",
+            "PollType::Poll",
+        ] {
             assert!(!text.contains(forbidden), "{file:?} uses {forbidden}");
         }
         let polls = text.matches(".poll(").count();
         if file == wait_layer {
             assert_eq!(polls, 2, "wait_for and has_completed are the only polls");
-            assert_eq!(text.matches("submission_index: Some(submission)").count(), 2);
+            assert_eq!(
+                text.matches("submission_index: Some(submission)").count(),
+                2
+            );
         } else {
             assert_eq!(polls, 0, "{file:?} polls the device outside the wait layer");
         }

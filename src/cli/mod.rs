@@ -2,10 +2,17 @@
 
 mod bench;
 mod bench_prove;
+mod compare;
 mod demo;
 mod info;
+mod output;
+mod prove;
+mod setup;
+mod verify;
 
 use clap::{Parser, Subcommand};
+use std::io;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use wgpu_groth16::curve::{G1, G2};
 use wgpu_groth16::gpu::context::{parse_backends, parse_power};
@@ -17,7 +24,9 @@ use wgpu_groth16::{Error, Result};
 #[command(
     name = "wgpu-groth16",
     version,
-    about = "Groth16 prover for BLS12-381 on any GPU wgpu reaches"
+    about = "Groth16 prover for BLS12-381 on any GPU wgpu reaches",
+    after_help = "Exit status: 0 done, 1 a check failed (an invalid proof, a GPU result unlike \
+                  the CPU's), 2 an error (printed as one line). More logs: RUST_LOG=info."
 )]
 struct Cli {
     /// Use the adapter whose name contains this (case-insensitive); overrides WGPU_ADAPTER_NAME.
@@ -29,6 +38,9 @@ struct Cli {
     /// `low`, `high` or `none`; overrides WGPU_POWER_PREF.
     #[arg(long, global = true)]
     power: Option<String>,
+    /// Print one JSON document instead of text (demo, setup, prove, verify, compare).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -37,14 +49,83 @@ struct Cli {
 enum Command {
     /// List every adapter with the limits and features that matter for proving.
     Info,
-    /// Open the best adapter and check every GPU field operation against blstrs.
+    /// Check every GPU kernel against blstrs and bellperson on the best adapter, then prove
+    /// a circuit on the GPU and the CPU, stage by stage, and check the proofs.
+    ///
+    /// Parameters are made once per circuit and size and cached in
+    /// $WGPU_GROTH16_PARAMS_CACHE, $XDG_CACHE_HOME/wgpu-groth16 or ~/.cache/wgpu-groth16.
     Demo {
-        /// Random operand pairs per operation, on top of the edge cases.
+        /// Random operand pairs per field operation, on top of the edge cases.
         #[arg(long, default_value_t = 256)]
         random: usize,
-        /// Seed of the random operands.
+        /// Seed of the operands, the witness and the proof's randomness.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        // `--circuit filecoin-like --size 20`: 2^20 - 1 constraints.
+        #[command(flatten)]
+        circuit: setup::CircuitArgs,
+    },
+    /// Make parameters for a built-in circuit (bellperson's setup, randomness from the OS):
+    /// a bellperson .params file for `prove` and a .vk file for `verify`.
+    Setup {
+        #[command(flatten)]
+        circuit: setup::CircuitArgs,
+        /// Where the proving parameters go.
+        #[arg(long)]
+        params: PathBuf,
+        /// Where the verifying key goes.
+        #[arg(long)]
+        vk: PathBuf,
+    },
+    /// Prove a built-in circuit with a .params file, on the best adapter (the CPU with
+    /// BELLMAN_NO_GPU=1); writes the proof as bellperson does (192 bytes).
+    Prove {
+        /// The .params file `setup` wrote for this circuit and size.
+        #[arg(long)]
+        params: PathBuf,
+        #[command(flatten)]
+        circuit: setup::CircuitArgs,
+        /// sha256: the preimage (its length is the size).
+        #[arg(long)]
+        message: Option<String>,
+        /// filecoin-like: the seed its witness is drawn from.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Where the proof goes.
+        #[arg(long)]
+        proof: PathBuf,
+        /// Where the public inputs go (hex of each one's little-endian bytes, one a line);
+        /// without it they are printed.
+        #[arg(long)]
+        inputs_out: Option<PathBuf>,
+        /// Skip the subgroup checks of the parameters' points (faster; for files you trust).
+        #[arg(long)]
+        unchecked: bool,
+    },
+    /// Check a proof with bellperson's verifier: prints "valid" (exit 0) or "invalid" (exit 1).
+    Verify {
+        /// The .vk file `setup` wrote.
+        #[arg(long)]
+        vk: PathBuf,
+        /// The proof file `prove` wrote.
+        #[arg(long)]
+        proof: PathBuf,
+        /// A file of public inputs (as `prove --inputs-out` writes) or a comma list of them.
+        #[arg(long)]
+        inputs: String,
+    },
+    /// Run the same MSMs (G1, G2), NTTs and proof on every adapter and on the CPU: one table
+    /// of times and whether each adapter's bytes equal the CPU's.
+    Compare {
+        /// log2 of the MSM and NTT sizes.
+        #[arg(long, default_value_t = 10)]
+        log_n: u32,
+        /// Seed of the inputs, the witness and the proof's randomness.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        // Parameters cached as for `demo`.
+        #[command(flatten)]
+        circuit: setup::CircuitArgs,
     },
     /// Measure kernels.
     #[command(subcommand)]
@@ -140,6 +221,35 @@ fn adapter_line(gpu: &wgpu_groth16::gpu::GpuContext) -> String {
     )
 }
 
+/// What the command line reports: the library's errors, and the mistakes around them that
+/// only the command line can make (files, arguments).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Lib(#[from] Error),
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: String,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl CliError {
+    fn io(action: impl Into<String>, path: &Path, source: io::Error) -> Self {
+        CliError::Io {
+            action: action.into(),
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+pub type CliResult<T> = std::result::Result<T, CliError>;
+
 impl Cli {
     fn selector(&self) -> Result<AdapterSelector> {
         Ok(AdapterSelector {
@@ -158,35 +268,100 @@ impl Cli {
     }
 }
 
-pub fn run() -> Result<ExitCode> {
+pub fn run() -> CliResult<ExitCode> {
     let cli = Cli::parse();
     let selector = cli.selector()?;
-    match cli.command {
-        Command::Info => info::run(&selector),
-        Command::Demo { random, seed } => demo::run(&selector, random, seed),
-        Command::Bench(BenchCommand::Field { threads }) => bench::field(&selector, threads),
-        Command::Bench(BenchCommand::Ntt {
+    let mut out = output::Output::new(cli.json);
+    let code = match cli.command {
+        Command::Demo {
+            random,
+            seed,
+            circuit,
+        } => demo::run(
+            &selector,
+            &demo::DemoOptions {
+                random,
+                seed,
+                circuit,
+            },
+            &mut out,
+        )?,
+        Command::Setup {
+            circuit,
+            params,
+            vk,
+        } => setup::run(&circuit, &params, &vk, &mut out)?,
+        Command::Prove {
+            params,
+            circuit,
+            message,
+            seed,
+            proof,
+            inputs_out,
+            unchecked,
+        } => prove::run(
+            &selector,
+            &prove::ProveOptions {
+                params,
+                circuit,
+                message,
+                seed,
+                proof,
+                inputs_out,
+                unchecked,
+            },
+            &mut out,
+        )?,
+        Command::Verify { vk, proof, inputs } => verify::run(&vk, &proof, &inputs, &mut out)?,
+        Command::Compare {
+            log_n,
+            seed,
+            circuit,
+        } => compare::run(
+            &selector,
+            &compare::CompareOptions {
+                log_n,
+                seed,
+                circuit,
+            },
+            &mut out,
+        )?,
+        // info and bench print tables meant for people and BENCHMARKS.md.
+        _ if cli.json => {
+            return Err(CliError::Invalid(
+                "--json is for demo, setup, prove, verify and compare".into(),
+            ))
+        }
+        Command::Info => info::run(&selector)?,
+        Command::Bench(bench) => run_bench(&selector, bench)?,
+    };
+    out.finish();
+    Ok(code)
+}
+
+fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCode> {
+    match command {
+        BenchCommand::Field { threads } => bench::field(selector, threads),
+        BenchCommand::Ntt {
             log_n,
             runs,
             local_stages,
             no_check,
-        }) => bench::ntt(&selector, &log_n, runs, local_stages, !no_check),
-        Command::Bench(BenchCommand::Transfer { mib, runs }) => {
-            bench::transfer(&selector, &mib, runs)
-        }
-        Command::Bench(BenchCommand::Prove {
+        } => bench::ntt(selector, &log_n, runs, local_stages, !no_check),
+        BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs),
+        BenchCommand::Prove {
             log_n,
             batch,
             no_check,
-        }) => bench_prove::prove(
-            &selector,
+        } => bench_prove::prove(
+            selector,
             &bench_prove::ProveOptions {
                 log_n,
                 batches: batch,
                 check: !no_check,
             },
         ),
-        Command::Bench(BenchCommand::Msm {
+        BenchCommand::Msm {
             curve,
             log_n,
             skewed,
@@ -196,7 +371,7 @@ pub fn run() -> Result<ExitCode> {
             profile,
             segment,
             window_bits,
-        }) => {
+        } => {
             let defaults = MsmConfig::default();
             let options = bench::MsmOptions {
                 log_n,
@@ -212,8 +387,8 @@ pub fn run() -> Result<ExitCode> {
                 },
             };
             match curve.as_str() {
-                "g1" => bench::msm::<G1>(&selector, &options),
-                "g2" => bench::msm::<G2>(&selector, &options),
+                "g1" => bench::msm::<G1>(selector, &options),
+                "g2" => bench::msm::<G2>(selector, &options),
                 other => Err(Error::InvalidInput(format!(
                     "--curve {other:?}: expected g1 or g2"
                 ))),

@@ -1,0 +1,212 @@
+//! `wgpu-groth16 prove`: one proof of a built-in circuit with a `.params` file, written as
+//! bellperson writes proofs (192 bytes, compressed), and its public inputs.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bellperson::groth16::{prepare_verifying_key, verify_proof, Proof};
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use rand_core::OsRng;
+use serde_json::json;
+use wgpu_groth16::gpu::AdapterSelector;
+use wgpu_groth16::groth16::prover::Engine;
+use wgpu_groth16::groth16::synthesis::public_inputs;
+use wgpu_groth16::groth16::{
+    Backend, PointCheck, ProveReport, Prover, ProverConfig, ProvingParameters,
+};
+use wgpu_groth16::msm::gpu_disabled_by_env;
+use wgpu_groth16::Error;
+
+use super::output::{hex, stage, NewFile, Output};
+use super::setup::{BuiltIn, CircuitArgs};
+use super::{CliError, CliResult};
+
+pub struct ProveOptions {
+    pub params: PathBuf,
+    pub circuit: CircuitArgs,
+    pub message: Option<String>,
+    pub seed: u64,
+    pub proof: PathBuf,
+    pub inputs_out: Option<PathBuf>,
+    pub unchecked: bool,
+}
+
+/// The CPU when `BELLMAN_NO_GPU` is set, otherwise the selected adapter. No adapter is an
+/// error rather than a quiet CPU fallback: the message says how to get one or opt out.
+pub fn open_engine(selector: &AdapterSelector) -> CliResult<Arc<Engine>> {
+    if gpu_disabled_by_env() {
+        log::info!("BELLMAN_NO_GPU is set: proving on the CPU");
+        return Ok(Arc::new(Engine::Cpu));
+    }
+    let config = ProverConfig {
+        backend: Backend::Gpu(selector.clone()),
+        ..Default::default()
+    };
+    let (engine, _) = stage("building the GPU pipelines", || Engine::open(&config));
+    Ok(engine?)
+}
+
+/// The steps of a proof in the order the prover runs them.
+pub fn stages(report: &ProveReport) -> [(&'static str, Duration); 8] {
+    [
+        ("synthesis", report.synthesis),
+        ("H (NTTs)", report.h),
+        ("MSM H", report.msm_h),
+        ("MSM L", report.msm_l),
+        ("MSM A", report.msm_a),
+        ("MSM B G1", report.msm_b_g1),
+        ("MSM B G2", report.msm_b_g2),
+        ("assembly", report.assembly),
+    ]
+}
+
+pub fn total(report: &ProveReport) -> Duration {
+    report.synthesis + report.after_synthesis()
+}
+
+pub fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
+    let mut out = Vec::new();
+    proof
+        .write(&mut out)
+        .expect("writing to memory cannot fail");
+    out
+}
+
+/// One proof of `circuit` on `engine` and its report (the bases upload before it is not
+/// timed: it is paid once per parameter set).
+pub fn prove_on(
+    engine: Arc<Engine>,
+    params: &ProvingParameters,
+    circuit: &BuiltIn,
+    (r, s): (Scalar, Scalar),
+) -> wgpu_groth16::Result<(Proof<Bls12>, ProveReport)> {
+    let prover = Prover::with_engine(params.clone(), engine, None)?;
+    let (proved, _) = stage("proving", || {
+        prover.prove_batch_report(vec![circuit.clone()], &[r], &[s])
+    });
+    let (mut proofs, report) = proved?;
+    Ok((proofs.remove(0), report))
+}
+
+/// Hex of each input's canonical little-endian bytes: what `verify --inputs` reads.
+pub fn inputs_hex(inputs: &[Scalar]) -> Vec<String> {
+    inputs.iter().map(|x| hex(&x.to_bytes_le())).collect()
+}
+
+pub fn run(
+    selector: &AdapterSelector,
+    options: &ProveOptions,
+    out: &mut Output,
+) -> CliResult<ExitCode> {
+    let message = options.message.as_deref().map(str::as_bytes);
+    let args = options.circuit.sized_for(message)?;
+    let circuit = args.with_witness(message, options.seed)?;
+    let check = if options.unchecked {
+        PointCheck::Unchecked
+    } else {
+        PointCheck::Checked
+    };
+    let (params, read_time) = stage("reading the parameters", || {
+        ProvingParameters::read_mmap(&options.params, check)
+    });
+    let params = params?;
+    let inputs = public_inputs(circuit.clone())?;
+    let rs = (Scalar::random(OsRng), Scalar::random(OsRng));
+    let (proof, report) =
+        prove_on(open_engine(selector)?, &params, &circuit, rs).map_err(|e| match e {
+            Error::ParamsMismatch(why) => CliError::Invalid(format!(
+                "{} was not made for {}: {why} (run `setup` with the same --circuit and --size)",
+                options.params.display(),
+                args.describe()
+            )),
+            e => e.into(),
+        })?;
+    // A wrong GPU result must not leave as a proof; the check costs milliseconds.
+    let vk = prepare_verifying_key(&params.vk);
+    if !verify_proof(&vk, &proof, &inputs).map_err(Error::Synthesis)? {
+        return Err(CliError::Invalid(format!(
+            "the proof made on {} fails the parameters' own verifying key; nothing written \
+             (BELLMAN_NO_GPU=1 proves on the CPU)",
+            report.backend
+        )));
+    }
+    let proof = proof_bytes(&proof);
+    let inputs = inputs_hex(&inputs);
+    let proof_file = NewFile::write(&options.proof, |w| w.write_all(&proof))?;
+    let inputs_file = match &options.inputs_out {
+        Some(path) => Some(NewFile::write(path, |w| {
+            inputs.iter().try_for_each(|x| writeln!(w, "{x}"))
+        })?),
+        None => None,
+    };
+    proof_file.commit()?;
+    inputs_file.map(NewFile::commit).transpose()?;
+
+    out.fact(
+        "engine",
+        report.backend.as_str(),
+        format!("engine: {}", report.backend),
+    );
+    out.fact(
+        "circuit",
+        json!({
+            "name": args.name(),
+            "constraints": report.constraints,
+            "domain": report.domain,
+        }),
+        format!(
+            "circuit: {}: {} constraints (domain 2^{})",
+            args.describe(),
+            report.constraints,
+            report.domain.trailing_zeros()
+        ),
+    );
+    out.fact(
+        "params",
+        json!({
+            "file": options.params.display().to_string(),
+            "checked": !options.unchecked,
+            "read_seconds": read_time.as_secs_f64(),
+        }),
+        format!(
+            "parameters: {} ({}) read in {read_time:.2?}",
+            options.params.display(),
+            if options.unchecked {
+                "unchecked"
+            } else {
+                "checked"
+            }
+        ),
+    );
+    out.table("stages", &[("stage", 10), ("time", 10)], 1, |t| {
+        for (stage, time) in stages(&report) {
+            t.row([stage.into(), time.into()]);
+        }
+        t.row(["total".into(), total(&report).into()]);
+        Ok::<_, CliError>(())
+    })?;
+    out.fact(
+        "proof",
+        json!({ "file": options.proof.display().to_string(), "hex": hex(&proof) }),
+        format!(
+            "proof: {} ({} bytes), accepted by the parameters' verifying key",
+            options.proof.display(),
+            proof.len()
+        ),
+    );
+    let inputs_line = match &options.inputs_out {
+        Some(path) => format!("public inputs: {} ({})", path.display(), inputs.len()),
+        None => format!("public inputs: {}", inputs.join(",")),
+    };
+    let inputs_file = options.inputs_out.as_ref().map(|p| p.display().to_string());
+    out.fact(
+        "inputs",
+        json!({ "file": inputs_file, "hex": inputs }),
+        inputs_line,
+    );
+    Ok(ExitCode::SUCCESS)
+}
