@@ -155,9 +155,20 @@ fn prove_on_the_gpu_gives_json_and_a_proof_that_verifies() {
         return;
     }
     let dir = scratch("gpu");
-    let proof = dir.join("f6.proof");
-    let proved = run(&mut prove(&["--json"], &proof));
+    let (proof, trace) = (dir.join("f6.proof"), dir.join("f6.trace.json"));
+    let proved = run(&mut prove(&["--json", "--trace", path(&trace)], &proof));
     assert!(proved.status.success(), "{proved:?}");
+    let trace: Value = serde_json::from_slice(&fs::read(&trace).unwrap()).unwrap();
+    let names: Vec<&str> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    for stage in ["synthesize 0", "prove 0", "H step", "MSM H", "MSM B G2"] {
+        assert!(names.contains(&stage), "no {stage} in the trace: {names:?}");
+    }
     let report = json(&proved);
     assert_ne!(report["engine"], "CPU", "{report}");
     assert_eq!(report["circuit"]["constraints"], 63);
@@ -329,6 +340,18 @@ fn an_adapter_that_does_not_exist_is_a_one_line_error() {
         &proof,
     ));
     assert_one_line_error(&output, "no GPU adapter");
+    assert!(!proof.exists());
+}
+
+#[test]
+fn a_vram_budget_too_small_for_the_proof_is_a_one_line_error() {
+    if common::gpu(Target::Native).is_none() {
+        return;
+    }
+    let dir = scratch("vram_budget");
+    let proof = dir.join("f6.proof");
+    let output = run(&mut prove(&["--vram-budget-mib", "0"], &proof));
+    assert_one_line_error(&output, "VRAM budget of 0 bytes");
     assert!(!proof.exists());
 }
 

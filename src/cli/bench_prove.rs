@@ -16,6 +16,7 @@ use wgpu_groth16::gpu::AdapterSelector;
 use wgpu_groth16::groth16::circuits::FilecoinLike;
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{Backend, ProveReport, Prover, ProverConfig, ProvingParameters};
+use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Result;
 
 use super::bench::ms;
@@ -24,6 +25,8 @@ pub struct ProveOptions {
     pub log_n: Vec<u32>,
     pub batches: Vec<usize>,
     pub check: bool,
+    /// Where to write the trace of every batch's stages.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// Parameters of the right lengths for `circuit`'s shape (from synthesizing it) with random points: not a trusted
@@ -87,12 +90,14 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
     println!("| constraints | batch | synthesis (each circuit; in parallel, beside the proving) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | scalar selection (beside MSM H, L) | assembly | after synthesis | total | bellperson CPU | speed-up | equal | peak RSS |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;
+    let timeline = Arc::new(Timeline::new());
     for &log_n in &options.log_n {
         let t = Instant::now();
         let params = random_parameters(&FilecoinLike::new(log_n, 0)?, log_n as u64)?;
         let made = t.elapsed();
         let t = Instant::now();
-        let prover = Prover::with_engine(params.clone(), engine.clone(), None)?;
+        let prover = Prover::with_engine(params.clone(), engine.clone(), None)?
+            .with_timeline(timeline.clone());
         log::info!(
             "2^{log_n}: random parameters in {}, bases resident in {}",
             ms(made),
@@ -131,6 +136,17 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
             all_equal &= equal != Some(false);
             print_row(&report, total, cpu, equal);
         }
+    }
+    if let Some(path) = &options.trace {
+        let file = std::fs::File::create(path).map_err(|e| {
+            wgpu_groth16::Error::InvalidInput(format!("cannot write {}: {e}", path.display()))
+        })?;
+        timeline
+            .write_chrome_trace(std::io::BufWriter::new(file))
+            .map_err(|e| {
+                wgpu_groth16::Error::InvalidInput(format!("writing {}: {e}", path.display()))
+            })?;
+        println!("trace: {}", path.display());
     }
     Ok(if all_equal {
         ExitCode::SUCCESS

@@ -167,7 +167,7 @@ pub fn run(
             ]);
             kernels.push(bytes);
         }
-        let (proof, report) = prove_on(Arc::new(Engine::Cpu), &params, &circuit, rs)?;
+        let (proof, report) = prove_on(Arc::new(Engine::Cpu), &params, &circuit, rs, None)?;
         let proof_label = format!("proof 2^{}", report.domain.trailing_zeros());
         t.row([
             "CPU".into(),
@@ -247,6 +247,7 @@ fn compare_adapter(t: &mut Table, adapter: wgpu::Adapter, reference: &Reference)
         &reference.params,
         &reference.circuit,
         reference.rs,
+        None,
     );
     let label = &reference.proof_label;
     match proved {

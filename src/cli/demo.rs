@@ -150,8 +150,8 @@ fn prove(engine: Arc<Engine>, options: &DemoOptions, out: &mut Output) -> CliRes
     let inputs = public_inputs(circuit.clone())?;
     let mut rng = ChaCha20Rng::seed_from_u64(options.seed);
     let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let (gpu_proof, gpu) = prove_on(engine.clone(), &params, &circuit, rs)?;
-    let (cpu_proof, cpu) = prove_on(Arc::new(Engine::Cpu), &params, &circuit, rs)?;
+    let (gpu_proof, gpu) = prove_on(engine.clone(), &params, &circuit, rs, None)?;
+    let (cpu_proof, cpu) = prove_on(Arc::new(Engine::Cpu), &params, &circuit, rs, None)?;
     let (expected, bellperson) = stage("proving with bellperson", || {
         create_proof(circuit.clone(), &params.to_bellperson(), rs.0, rs.1)
     });

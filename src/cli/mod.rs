@@ -101,6 +101,13 @@ enum Command {
         /// Skip the subgroup checks of the parameters' points (faster; for files you trust).
         #[arg(long)]
         unchecked: bool,
+        /// Device memory the prover may use, in MiB (pooled buffers and resident bases); a
+        /// budget below what one proof needs is an error.
+        #[arg(long)]
+        vram_budget_mib: Option<u64>,
+        /// Write a Chrome / Perfetto trace of the proof's stages to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
     /// Check a proof with bellperson's verifier: prints "valid" (exit 0) or "invalid" (exit 1).
     Verify {
@@ -208,6 +215,9 @@ enum BenchCommand {
         /// Skip bellperson's CPU prover (and so the check and the CPU column).
         #[arg(long)]
         no_check: bool,
+        /// Write a Chrome / Perfetto trace of every stage of every batch to this file.
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
 }
 
@@ -299,6 +309,8 @@ pub fn run() -> CliResult<ExitCode> {
             proof,
             inputs_out,
             unchecked,
+            vram_budget_mib,
+            trace,
         } => prove::run(
             &selector,
             &prove::ProveOptions {
@@ -309,6 +321,8 @@ pub fn run() -> CliResult<ExitCode> {
                 proof,
                 inputs_out,
                 unchecked,
+                vram_budget: vram_budget_mib.map(|mib| mib << 20),
+                trace,
             },
             &mut out,
         )?,
@@ -353,12 +367,14 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
             log_n,
             batch,
             no_check,
+            trace,
         } => bench_prove::prove(
             selector,
             &bench_prove::ProveOptions {
                 log_n,
                 batches: batch,
                 check: !no_check,
+                trace,
             },
         ),
         BenchCommand::Msm {

@@ -19,6 +19,7 @@ use wgpu_groth16::groth16::{
     Backend, PointCheck, ProveReport, Prover, ProverConfig, ProvingParameters,
 };
 use wgpu_groth16::msm::gpu_disabled_by_env;
+use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
 use super::output::{hex, stage, NewFile, Output};
@@ -33,17 +34,22 @@ pub struct ProveOptions {
     pub proof: PathBuf,
     pub inputs_out: Option<PathBuf>,
     pub unchecked: bool,
+    /// Device memory the prover may use (pooled buffers and resident bases), in bytes.
+    pub vram_budget: Option<u64>,
+    /// Where to write a Chrome / Perfetto trace of the proof's stages.
+    pub trace: Option<PathBuf>,
 }
 
 /// The CPU when `BELLMAN_NO_GPU` is set, otherwise the selected adapter. No adapter is an
 /// error rather than a quiet CPU fallback: the message says how to get one or opt out.
-pub fn open_engine(selector: &AdapterSelector) -> CliResult<Arc<Engine>> {
+pub fn open_engine(selector: &AdapterSelector, vram_budget: Option<u64>) -> CliResult<Arc<Engine>> {
     if gpu_disabled_by_env() {
         log::info!("BELLMAN_NO_GPU is set: proving on the CPU");
         return Ok(Arc::new(Engine::Cpu));
     }
     let config = ProverConfig {
         backend: Backend::Gpu(selector.clone()),
+        vram_budget,
         ..Default::default()
     };
     let (engine, _) = stage("building the GPU pipelines", || Engine::open(&config));
@@ -77,14 +83,18 @@ pub fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
 }
 
 /// One proof of `circuit` on `engine` and its report (the bases upload before it is not
-/// timed: it is paid once per parameter set).
+/// timed: it is paid once per parameter set), its stages recorded in `timeline` if given.
 pub fn prove_on(
     engine: Arc<Engine>,
     params: &ProvingParameters,
     circuit: &BuiltIn,
     (r, s): (Scalar, Scalar),
+    timeline: Option<Arc<Timeline>>,
 ) -> wgpu_groth16::Result<(Proof<Bls12>, ProveReport)> {
-    let prover = Prover::with_engine(params.clone(), engine, None)?;
+    let mut prover = Prover::with_engine(params.clone(), engine, None)?;
+    if let Some(timeline) = timeline {
+        prover = prover.with_timeline(timeline);
+    }
     let (proved, _) = stage("proving", || {
         prover.prove_batch_report(vec![circuit.clone()], &[r], &[s])
     });
@@ -116,8 +126,10 @@ pub fn run(
     let params = params?;
     let inputs = public_inputs(circuit.clone())?;
     let rs = (Scalar::random(OsRng), Scalar::random(OsRng));
+    let timeline = options.trace.as_ref().map(|_| Arc::new(Timeline::new()));
+    let engine = open_engine(selector, options.vram_budget)?;
     let (proof, report) =
-        prove_on(open_engine(selector)?, &params, &circuit, rs).map_err(|e| match e {
+        prove_on(engine, &params, &circuit, rs, timeline.clone()).map_err(|e| match e {
             Error::ParamsMismatch(why) => CliError::Invalid(format!(
                 "{} was not made for {}: {why} (run `setup` with the same --circuit and --size)",
                 options.params.display(),
@@ -133,6 +145,9 @@ pub fn run(
              (BELLMAN_NO_GPU=1 proves on the CPU)",
             report.backend
         )));
+    }
+    if let (Some(path), Some(timeline)) = (&options.trace, &timeline) {
+        NewFile::write(path, |w| timeline.write_chrome_trace(w))?.commit()?;
     }
     let proof = proof_bytes(&proof);
     let inputs = inputs_hex(&inputs);
