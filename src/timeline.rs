@@ -36,6 +36,11 @@ impl Timeline {
         Self::default()
     }
 
+    /// Time since the timeline began.
+    pub fn elapsed(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
     /// Runs `f`, recording it as `name` on `lane`.
     pub fn record<T>(&self, lane: &str, name: &str, f: impl FnOnce() -> T) -> T {
         let start = self.origin.elapsed();

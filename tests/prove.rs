@@ -16,6 +16,7 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::gpu::GpuContext;
+use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
 };
@@ -293,7 +294,7 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
             synthesized.end <= proved.start,
             "{synthesized:?} {proved:?}"
         );
-        assert_eq!(proved.lane, "prover");
+        assert_eq!(proved.lane, "device 0 worker 0");
     }
 }
 
@@ -376,4 +377,47 @@ fn the_pool_does_not_grow_over_fifty_proofs() {
             "the pool grew"
         );
     }
+}
+
+#[test]
+fn a_batch_over_workers_and_devices_equals_bellperson() {
+    let params = params_for(FilecoinLike::blank(9).unwrap(), 16);
+    let circuits: Vec<_> = (0..7)
+        .map(|seed| FilecoinLike::new(9, seed).unwrap())
+        .collect();
+    let rs: Vec<Scalar> = (0..7).map(|i| Scalar::random(rng(90 + i))).collect();
+    let ss: Vec<Scalar> = (0..7).map(|i| Scalar::random(rng(100 + i))).collect();
+    let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone()).unwrap();
+    let expected: Vec<_> = expected.iter().map(bytes).collect();
+    // Every engine as one device with three workers, then all engines as devices of one
+    // batch (the CPU engine standing in for a second GPU).
+    let provers: Vec<Prover> = engines()
+        .into_iter()
+        .map(|engine| {
+            Prover::with_engine(&params, engine, None)
+                .unwrap()
+                .with_workers(3)
+        })
+        .collect();
+    for prover in &provers {
+        let (proofs, _) = prover
+            .prove_batch_report(circuits.clone(), &rs, &ss)
+            .unwrap();
+        assert_eq!(proofs.iter().map(bytes).collect::<Vec<_>>(), expected);
+    }
+    let timeline = Arc::new(Timeline::new());
+    let provers: Vec<Prover> = provers
+        .into_iter()
+        .map(|p| p.with_timeline(timeline.clone()))
+        .collect();
+    let (proofs, report) = prove_batch_across(&provers, circuits, &rs, &ss).unwrap();
+    assert_eq!(proofs.iter().map(bytes).collect::<Vec<_>>(), expected);
+    assert_eq!(report.proofs, 7);
+    let lanes: std::collections::BTreeSet<String> = timeline
+        .spans()
+        .into_iter()
+        .filter(|s| s.name.starts_with("prove "))
+        .map(|s| s.lane)
+        .collect();
+    assert!(lanes.iter().all(|l| l.starts_with("device ")), "{lanes:?}");
 }

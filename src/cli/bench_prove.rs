@@ -12,10 +12,14 @@ use group::Group;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::curve::{sample_bases, G1, G2};
-use wgpu_groth16::gpu::AdapterSelector;
+use wgpu_groth16::gpu::context::select_adapters;
+use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
+use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::circuits::FilecoinLike;
+use wgpu_groth16::groth16::prover::Engine;
 use wgpu_groth16::groth16::synthesis::synthesize;
-use wgpu_groth16::groth16::{Backend, ProveReport, Prover, ProverConfig, ProvingParameters};
+use wgpu_groth16::groth16::{ProveReport, Prover, ProvingParameters};
+use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Result;
 
@@ -24,6 +28,10 @@ use super::bench::ms;
 pub struct ProveOptions {
     pub log_n: Vec<u32>,
     pub batches: Vec<usize>,
+    /// Workers per device; each value is a run.
+    pub workers: Vec<usize>,
+    /// Devices the batch spreads over: the best `gpus` adapters of the selection.
+    pub gpus: usize,
     pub check: bool,
     /// Where to write the trace of every batch's stages.
     pub trace: Option<std::path::PathBuf>,
@@ -75,34 +83,43 @@ fn peak_rss_mib() -> Option<u64> {
 }
 
 pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitCode> {
-    let config = ProverConfig {
-        backend: Backend::Gpu(selector.clone()),
-        ..Default::default()
-    };
     let t = Instant::now();
-    let engine = wgpu_groth16::groth16::prover::Engine::open(&config)?;
+    let adapters = select_adapters(selector)?;
+    if adapters.len() < options.gpus {
+        return Err(wgpu_groth16::Error::InvalidInput(format!(
+            "--gpus {} but the selection ({selector}) has {} adapter(s)",
+            options.gpus,
+            adapters.len()
+        )));
+    }
+    let engines = adapters
+        .into_iter()
+        .take(options.gpus.max(1))
+        .map(|adapter| {
+            Ok(Arc::new(Engine::on_device(
+                GpuContext::from_adapter(adapter)?,
+                MsmConfig::default(),
+            )?))
+        })
+        .collect::<Result<Vec<_>>>()?;
     println!(
-        "engine: {} (pipelines built in {}); CPU: bellperson on {} threads; times per proof",
-        engine.describe(),
+        "engines: {} (pipelines built in {}); CPU: bellperson on {} threads; times per proof",
+        engines
+            .iter()
+            .map(|e| e.describe())
+            .collect::<Vec<_>>()
+            .join(" + "),
         ms(t.elapsed()),
         rayon::current_num_threads()
     );
-    println!("| constraints | batch | synthesis (each circuit; in parallel, beside the proving) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | scalar selection (beside MSM H, L) | assembly | after synthesis | total | bellperson CPU | speed-up | equal | peak RSS |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| constraints | batch | devices x workers | synthesis (each circuit; in parallel, beside the proving) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | scalar selection (beside MSM H, L) | assembly | after synthesis | total | GPU-step coverage | bellperson CPU | speed-up | equal | peak RSS |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;
     let timeline = Arc::new(Timeline::new());
     for &log_n in &options.log_n {
         let t = Instant::now();
         let params = random_parameters(&FilecoinLike::new(log_n, 0)?, log_n as u64)?;
-        let made = t.elapsed();
-        let t = Instant::now();
-        let prover = Prover::with_engine(params.clone(), engine.clone(), None)?
-            .with_timeline(timeline.clone());
-        log::info!(
-            "2^{log_n}: random parameters in {}, bases resident in {}",
-            ms(made),
-            ms(t.elapsed())
-        );
+        log::info!("2^{log_n}: random parameters in {}", ms(t.elapsed()));
         let circuits = |count: usize| -> Result<Vec<FilecoinLike>> {
             (0..count as u64)
                 .map(|seed| FilecoinLike::new(log_n, seed))
@@ -113,28 +130,44 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
                 .map(|i| Scalar::random(ChaCha20Rng::seed_from_u64(salt * 1000 + i)))
                 .collect()
         };
-        // One proof untimed: clocks up, buffers and tables made.
-        prover.prove_batch(circuits(1)?, &randomness(1, 1), &randomness(1, 2))?;
-        for &batch in &options.batches {
-            let (rs, ss) = (randomness(batch, 1), randomness(batch, 2));
-            let circuits = circuits(batch)?;
-            let t = Instant::now();
-            let (proofs, report) = prover.prove_batch_report(circuits.clone(), &rs, &ss)?;
-            let total = t.elapsed();
-            let (cpu, equal) = if options.check && batch == 1 {
+        for &workers in &options.workers {
+            let provers = engines
+                .iter()
+                .map(|engine| {
+                    Ok(Prover::with_engine(params.clone(), engine.clone(), None)?
+                        .with_workers(workers)
+                        .with_timeline(timeline.clone()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            // One proof per device untimed: clocks up, buffers and tables made.
+            for prover in &provers {
+                prover.prove_batch(circuits(1)?, &randomness(1, 1), &randomness(1, 2))?;
+            }
+            for &batch in &options.batches {
+                let (rs, ss) = (randomness(batch, 1), randomness(batch, 2));
+                let circuits = circuits(batch)?;
+                let from = timeline.elapsed();
                 let t = Instant::now();
-                let expected =
-                    create_proof(circuits[0].clone(), &params.to_bellperson(), rs[0], ss[0])
-                        .map_err(wgpu_groth16::Error::Synthesis)?;
-                (
-                    Some(t.elapsed()),
-                    Some(proof_bytes(&expected) == proof_bytes(&proofs[0])),
-                )
-            } else {
-                (None, None)
-            };
-            all_equal &= equal != Some(false);
-            print_row(&report, total, cpu, equal);
+                let (proofs, report) = prove_batch_across(&provers, circuits.clone(), &rs, &ss)?;
+                let total = t.elapsed();
+                let coverage = step_coverage(&timeline, from, provers.len());
+                let check = options.check && batch == 1 && workers == options.workers[0];
+                let (cpu, equal) = if check {
+                    let t = Instant::now();
+                    let expected =
+                        create_proof(circuits[0].clone(), &params.to_bellperson(), rs[0], ss[0])
+                            .map_err(wgpu_groth16::Error::Synthesis)?;
+                    (
+                        Some(t.elapsed()),
+                        Some(proof_bytes(&expected) == proof_bytes(&proofs[0])),
+                    )
+                } else {
+                    (None, None)
+                };
+                all_equal &= equal != Some(false);
+                let layout = format!("{} x {workers}", provers.len());
+                print_row(&report, &layout, total, coverage, cpu, equal);
+            }
         }
     }
     if let Some(path) = &options.trace {
@@ -155,7 +188,14 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
     })
 }
 
-fn print_row(report: &ProveReport, total: Duration, cpu: Option<Duration>, equal: Option<bool>) {
+fn print_row(
+    report: &ProveReport,
+    layout: &str,
+    total: Duration,
+    coverage: Vec<f64>,
+    cpu: Option<Duration>,
+    equal: Option<bool>,
+) {
     let per = |d: Duration| d / report.proofs as u32;
     let each = [
         report.synthesis,
@@ -173,8 +213,13 @@ fn print_row(report: &ProveReport, total: Duration, cpu: Option<Duration>, equal
     let speed_up = cpu.map_or("-".into(), |c| {
         format!("{:.1}x", c.as_secs_f64() / per(total).as_secs_f64())
     });
+    let coverage = coverage
+        .iter()
+        .map(|c| format!("{:.0}%", c * 100.0))
+        .collect::<Vec<_>>()
+        .join(" / ");
     println!(
-        "| {} | {} | {each} | {} | {} | {} | {speed_up} | {} | {} |",
+        "| {} | {} | {layout} | {each} | {} | {} | {coverage} | {} | {speed_up} | {} | {} |",
         report.constraints,
         report.proofs,
         ms(per(report.after_synthesis())),
@@ -187,4 +232,39 @@ fn print_row(report: &ProveReport, total: Duration, cpu: Option<Duration>, equal
         },
         peak_rss_mib().map_or("-".into(), |m| format!("{m} MiB")),
     );
+}
+
+/// Per device, the share of the time from its first GPU step to its last (after `from`) in
+/// which at least one of its workers was inside a GPU step (the H step or an MSM): the
+/// complement is time the device surely had nothing of ours to do. A step's span includes its
+/// uploads and read-backs, so the device can idle inside one too; this bounds idleness from
+/// below, it does not measure the GPU itself.
+fn step_coverage(timeline: &Timeline, from: Duration, devices: usize) -> Vec<f64> {
+    let spans = timeline.spans();
+    (0..devices)
+        .map(|device| {
+            let lane = format!("device {device} ");
+            let mut steps: Vec<(Duration, Duration)> = spans
+                .iter()
+                .filter(|s| s.start >= from && s.lane.starts_with(&lane))
+                .filter(|s| s.name == "H step" || s.name.starts_with("MSM "))
+                .map(|s| (s.start, s.end))
+                .collect();
+            steps.sort();
+            let (Some(first), Some(last)) =
+                (steps.first().map(|s| s.0), steps.iter().map(|s| s.1).max())
+            else {
+                return 0.0;
+            };
+            let mut covered = Duration::ZERO;
+            let mut reach = first;
+            for (start, end) in steps {
+                if end > reach {
+                    covered += end - start.max(reach);
+                    reach = end;
+                }
+            }
+            covered.as_secs_f64() / (last - first).as_secs_f64().max(1e-9)
+        })
+        .collect()
 }

@@ -218,6 +218,12 @@ enum BenchCommand {
         /// Write a Chrome / Perfetto trace of every stage of every batch to this file.
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// Proofs in flight per device; a comma list runs each.
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        workers: Vec<usize>,
+        /// Spread each batch over the best N adapters of the selection.
+        #[arg(long, default_value_t = 1)]
+        gpus: usize,
     },
 }
 
@@ -368,11 +374,15 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
             batch,
             no_check,
             trace,
+            workers,
+            gpus,
         } => bench_prove::prove(
             selector,
             &bench_prove::ProveOptions {
                 log_n,
                 batches: batch,
+                workers,
+                gpus,
                 check: !no_check,
                 trace,
             },

@@ -170,19 +170,29 @@ pub fn has_compute(adapter: &wgpu::Adapter) -> bool {
 
 /// The best adapter for the selection, or [`Error::NoAdapter`].
 pub fn select_adapter(selector: &AdapterSelector) -> Result<wgpu::Adapter> {
+    Ok(select_adapters(selector)?.remove(0))
+}
+
+/// Every adapter the selection matches that runs compute shaders, best first (at least one,
+/// or [`Error::NoAdapter`]): several GPUs of one machine for one batch.
+pub fn select_adapters(selector: &AdapterSelector) -> Result<Vec<wgpu::Adapter>> {
     let power = selector
         .power
         .unwrap_or(wgpu::PowerPreference::HighPerformance);
-    enumerate_adapters(selector)
+    let mut adapters: Vec<_> = enumerate_adapters(selector)
         .into_iter()
         .filter(|a| selector.matches(&a.get_info()) && has_compute(a))
-        .max_by_key(|a| {
-            let info = a.get_info();
-            rank(info.device_type, info.backend, power)
-        })
-        .ok_or_else(|| Error::NoAdapter {
+        .collect();
+    adapters.sort_by_key(|a| {
+        let info = a.get_info();
+        std::cmp::Reverse(rank(info.device_type, info.backend, power))
+    });
+    if adapters.is_empty() {
+        return Err(Error::NoAdapter {
             selection: selector.to_string(),
-        })
+        });
+    }
+    Ok(adapters)
 }
 
 /// What the device offers that our kernels care about.

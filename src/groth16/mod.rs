@@ -1,10 +1,12 @@
 //! Groth16 over BLS12-381: circuits in (bellperson's `Circuit`), parameters in (bellperson
 //! `.params` files or in-memory `Parameters`), proofs out equal to bellperson's byte for byte.
 //!
-//! [`synthesis`] runs circuits into proving assignments, [`params`] reads and checks
+//! [`synthesis`] runs circuits into proving assignments, [`batch`] pipelines a batch
+//! over workers and devices, [`params`] reads and checks
 //! parameters, [`prover`] proves on
 //! the GPU or the CPU, [`circuits`] holds the built-in circuits (tests, demo, benchmarks).
 
+pub mod batch;
 pub mod circuits;
 pub mod params;
 pub mod prover;

@@ -6,9 +6,8 @@
 //! bellperson on the CPU otherwise. A GPU step that fails is redone on the CPU with a warning,
 //! and the engine stays on the CPU from then on.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::Proof;
@@ -17,10 +16,10 @@ use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use rand_core::{OsRng, RngCore};
-use rayon::prelude::*;
 
+use super::batch::prove_batch_across;
 use super::params::ProvingParameters;
-use super::synthesis::{synthesize, ProvingAssignment, Shape};
+use super::synthesis::ProvingAssignment;
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::pool::BufferPool;
 use crate::gpu::{AdapterSelector, GpuContext};
@@ -285,6 +284,19 @@ pub struct ProveReport {
 }
 
 impl ProveReport {
+    /// Adds `other`'s step times to these.
+    pub fn add(&mut self, other: &ProveReport) {
+        self.synthesis += other.synthesis;
+        self.h += other.h;
+        self.msm_h += other.msm_h;
+        self.msm_l += other.msm_l;
+        self.msm_a += other.msm_a;
+        self.msm_b_g1 += other.msm_b_g1;
+        self.msm_b_g2 += other.msm_b_g2;
+        self.scalar_selection += other.scalar_selection;
+        self.assembly += other.assembly;
+    }
+
     /// Everything after synthesis.
     pub fn after_synthesis(&self) -> Duration {
         self.h
@@ -305,6 +317,8 @@ pub struct Prover {
     /// Bytes of `resident`, set aside in the engine's pool.
     resident_bytes: u64,
     timeline: Option<Arc<Timeline>>,
+    /// Proofs of a batch in flight at once on this device.
+    workers: usize,
 }
 
 impl Drop for Prover {
@@ -335,6 +349,7 @@ impl Prover {
             resident: None,
             resident_bytes: 0,
             timeline: None,
+            workers: 1,
         };
         let Some(gpu) = prover.engine.gpu() else {
             return Ok(prover);
@@ -437,157 +452,43 @@ impl Prover {
         rs: &[Scalar],
         ss: &[Scalar],
     ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
-        if rs.len() != circuits.len() || ss.len() != circuits.len() {
-            return Err(Error::InvalidInput(format!(
-                "{} circuits need as many r and s values, got {} and {}",
-                circuits.len(),
-                rs.len(),
-                ss.len()
-            )));
-        }
-        if circuits.is_empty() {
-            return Err(Error::InvalidInput(
-                "a batch needs at least one circuit".into(),
-            ));
-        }
-        let count = circuits.len();
-        let mut report = ProveReport {
-            proofs: count,
-            ..Default::default()
-        };
-        let start = Instant::now();
-        // Circuits are synthesized in parallel on a pool of their own and handed over as each
-        // finishes, so proof k runs on the GPU while later circuits are still being
-        // synthesized (the prover's own steps use the global pool and must not queue behind
-        // seconds-long synthesis tasks).
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let synthesis_pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.saturating_sub(1).max(1))
-            .thread_name(|i| format!("synthesis-{i}"))
-            .build()
-            .map_err(|e| Error::InvalidInput(format!("cannot start synthesis threads: {e}")))?;
-        let cancel = AtomicBool::new(false);
-        let (sender, receiver) = mpsc::channel();
-        let proofs = std::thread::scope(|scope| {
-            let cancel = &cancel;
-            scope.spawn(move || {
-                synthesis_pool.install(|| {
-                    circuits.into_par_iter().enumerate().for_each_with(
-                        sender,
-                        |sender, (i, circuit)| {
-                            if cancel.load(Ordering::Relaxed) {
-                                return;
-                            }
-                            let lane = format!(
-                                "synthesis thread {}",
-                                rayon::current_thread_index().unwrap_or(0)
-                            );
-                            let t = Instant::now();
-                            let result = self
-                                .span(&lane, &format!("synthesize {i}"), || synthesize(circuit));
-                            // The receiver is gone only when proving already failed.
-                            let _ = sender.send((i, result.map(|a| (a, t.elapsed()))));
-                        },
-                    );
-                });
-            });
-            let proofs = self.prove_in_order(&receiver, count, rs, ss, &mut report);
-            if proofs.is_err() {
-                cancel.store(true, Ordering::Relaxed);
-            }
-            proofs
-        })?;
-        report.wall = start.elapsed();
-        report.backend = self.engine.describe();
-        Ok((proofs, report))
+        prove_batch_across(std::slice::from_ref(self), circuits, rs, ss)
     }
 
-    /// Proves circuits 0, 1, ... as their assignments arrive (in any order) from synthesis.
-    /// Circuit 0 decides the shape: the parameters must fit it, and every other circuit must
-    /// share it.
-    fn prove_in_order(
-        &self,
-        receiver: &mpsc::Receiver<(usize, Result<(ProvingAssignment, Duration)>)>,
-        count: usize,
-        rs: &[Scalar],
-        ss: &[Scalar],
-        report: &mut ProveReport,
-    ) -> Result<Vec<Proof<Bls12>>> {
-        let mut arrived = BTreeMap::new();
-        let mut expected: Option<Shape> = None;
-        let mut proofs = Vec::with_capacity(count);
-        for i in 0..count {
-            let next = loop {
-                if let Some(next) = arrived.remove(&i) {
-                    break next;
-                }
-                let (j, assignment) = receiver.recv().map_err(|_| {
-                    Error::InvalidInput(format!("synthesis of circuit {i} never finished"))
-                })?;
-                arrived.insert(j, assignment);
-            };
-            let (assignment, took) = next?;
-            report.synthesis += took;
-            let shape = assignment.shape();
-            match &expected {
-                None => {
-                    let domain = shape.constraints.max(1).next_power_of_two();
-                    self.params.check_fits(
-                        shape.inputs,
-                        shape.aux,
-                        domain,
-                        shape.a_aux_density,
-                        shape.b_input_density,
-                        shape.b_aux_density,
-                    )?;
-                    check_delta(&self.params)?;
-                    report.constraints = shape.constraints;
-                    report.domain = domain;
-                    expected = Some(shape);
-                }
-                Some(first) if *first != shape => {
-                    return Err(Error::BatchShape {
-                        index: i,
-                        expected: first.to_string(),
-                        found: shape.to_string(),
-                    })
-                }
-                Some(_) => {}
-            }
-            let proof = self.span("prover", &format!("prove {i}"), || {
-                self.prove_assignment(assignment, rs[i], ss[i], report)
-            })?;
-            proofs.push(proof);
-        }
-        Ok(proofs)
+    /// Proves up to `workers` circuits of a batch at a time on this prover's device (at
+    /// least one): while one waits for the GPU, another's CPU side runs.
+    pub fn with_workers(mut self, workers: usize) -> Self {
+        self.workers = workers.max(1);
+        self
     }
 
-    /// Runs one step of a proof: its time goes to `slot`, and to the timeline's lane of the
-    /// engine (the GPU's steps run one at a time).
-    fn step<T>(&self, name: &str, slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Runs one step of a proof on `lane`: its time goes to `slot` and the timeline.
+    fn step<T>(&self, lane: &str, name: &str, slot: &mut Duration, f: impl FnOnce() -> T) -> T {
         let t = Instant::now();
-        let lane = match self.engine.as_ref() {
-            Engine::Gpu(_) => "gpu",
-            Engine::Cpu => "cpu",
-        };
         let value = self.span(lane, name, f);
         *slot += t.elapsed();
         value
     }
 
     /// Runs `f` as a span of the timeline, if there is one.
-    fn span<T>(&self, lane: &str, name: &str, f: impl FnOnce() -> T) -> T {
+    pub(super) fn span<T>(&self, lane: &str, name: &str, f: impl FnOnce() -> T) -> T {
         match &self.timeline {
             Some(timeline) => timeline.record(lane, name, f),
             None => f(),
         }
     }
 
-    fn prove_assignment(
+    /// One proof of a synthesized circuit, its steps recorded on `lane`.
+    pub(super) fn prove_assignment(
         &self,
         assignment: ProvingAssignment,
         r: Scalar,
         s: Scalar,
+        lane: &str,
         report: &mut ProveReport,
     ) -> Result<Proof<Bls12>> {
         let ProvingAssignment {
@@ -601,7 +502,7 @@ impl Prover {
             b_aux_density,
         } = assignment;
 
-        let h = self.step("H step", &mut report.h, || {
+        let h = self.step(lane, "H step", &mut report.h, || {
             self.engine.run(
                 "the H step",
                 |gpu| gpu.ntt.h_coefficients(&a, &b, &c),
@@ -616,8 +517,10 @@ impl Prover {
         let (gpu_side, cpu_side) = rayon::join(
             || -> Result<_> {
                 let (mut h_time, mut l_time) = Default::default();
-                let msm_h = self.step("MSM H", &mut h_time, || self.msm_g1(G1Query::H, &h))?;
-                let msm_l = self.step("MSM L", &mut l_time, || self.msm_g1(G1Query::L, &aux))?;
+                let msm_h =
+                    self.step(lane, "MSM H", &mut h_time, || self.msm_g1(G1Query::H, &h))?;
+                let msm_l =
+                    self.step(lane, "MSM L", &mut l_time, || self.msm_g1(G1Query::L, &aux))?;
                 Ok((msm_h, h_time, msm_l, l_time))
             },
             || {
@@ -635,13 +538,15 @@ impl Prover {
         report.scalar_selection += select_time;
         drop(h);
 
-        let msm_a = self.step("MSM A", &mut report.msm_a, || {
+        let msm_a = self.step(lane, "MSM A", &mut report.msm_a, || {
             self.msm_g1(G1Query::A, &a_scalars)
         })?;
-        let msm_b_g1 = self.step("MSM B G1", &mut report.msm_b_g1, || {
+        let msm_b_g1 = self.step(lane, "MSM B G1", &mut report.msm_b_g1, || {
             self.msm_g1(G1Query::BG1, &b_scalars)
         })?;
-        let msm_b_g2 = self.step("MSM B G2", &mut report.msm_b_g2, || self.msm_g2(&b_scalars))?;
+        let msm_b_g2 = self.step(lane, "MSM B G2", &mut report.msm_b_g2, || {
+            self.msm_g2(&b_scalars)
+        })?;
 
         let vk = &self.params.vk;
         let start = Instant::now();
@@ -714,7 +619,7 @@ fn concat(head: &[Scalar], tail: Vec<Scalar>) -> Vec<Scalar> {
 }
 
 /// bellperson refuses to prove with an identity delta (a subverted CRS); so do we.
-fn check_delta(params: &ProvingParameters) -> Result<()> {
+pub(super) fn check_delta(params: &ProvingParameters) -> Result<()> {
     let identity = bool::from(params.vk.delta_g1.is_identity())
         || bool::from(params.vk.delta_g2.is_identity());
     if identity {

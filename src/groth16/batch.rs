@@ -1,0 +1,257 @@
+//! A batch of proofs as a pipeline: circuits are synthesized in parallel on a pool of their
+//! own, handed in order to a queue, and proved by workers — `workers` per prover, one prover
+//! per device — so that the CPU side of one proof (synthesis, scalar selection, copies)
+//! runs while the GPU computes another, and several devices share one batch.
+//!
+//! Workers of one device share its queue of submissions; each waits only on its own
+//! submissions (see `GpuContext::wait_for`), so one worker's waiting never holds another's
+//! work back. ../shared/DESIGN.md §6 has the reasoning.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::Proof;
+use bellperson::Circuit;
+use blstrs::{Bls12, Scalar};
+use rayon::prelude::*;
+
+use super::prover::{check_delta, ProveReport, Prover};
+use super::synthesis::{synthesize, ProvingAssignment, Shape};
+use crate::{Error, Result};
+
+/// Synthesized circuits waiting for a worker, in circuit order, and the first error.
+struct Queue {
+    state: Mutex<QueueState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    ready: VecDeque<(usize, ProvingAssignment)>,
+    /// No more circuits will come (all handed over, or the batch failed).
+    closed: bool,
+    error: Option<Error>,
+}
+
+impl Queue {
+    fn push(&self, item: (usize, ProvingAssignment)) {
+        self.lock().ready.push_back(item);
+        self.changed.notify_one();
+    }
+
+    /// The next circuit, waiting for one; `None` once the queue is closed and empty or the
+    /// batch failed.
+    fn pop(&self) -> Option<(usize, ProvingAssignment)> {
+        let mut state = self.lock();
+        loop {
+            if state.error.is_some() {
+                return None;
+            }
+            if let Some(item) = state.ready.pop_front() {
+                return Some(item);
+            }
+            if state.closed {
+                return None;
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_all();
+    }
+
+    /// Records the batch's first error and stops every worker.
+    fn fail(&self, error: Error) {
+        let mut state = self.lock();
+        state.error.get_or_insert(error);
+        state.closed = true;
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Proofs of `circuits` (one shape), `rs[i]` and `ss[i]` for circuit i, spread over
+/// `provers` (one per device, all made from the same parameters), each running
+/// `Prover::workers` proofs at a time. The proofs are those of proving each circuit alone.
+pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
+    provers: &[Prover],
+    circuits: Vec<C>,
+    rs: &[Scalar],
+    ss: &[Scalar],
+) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
+    if rs.len() != circuits.len() || ss.len() != circuits.len() {
+        return Err(Error::InvalidInput(format!(
+            "{} circuits need as many r and s values, got {} and {}",
+            circuits.len(),
+            rs.len(),
+            ss.len()
+        )));
+    }
+    let Some(first) = provers.first() else {
+        return Err(Error::InvalidInput(
+            "a batch needs at least one prover".into(),
+        ));
+    };
+    if circuits.is_empty() {
+        return Err(Error::InvalidInput(
+            "a batch needs at least one circuit".into(),
+        ));
+    }
+    let count = circuits.len();
+    let start = Instant::now();
+    // The prover's own steps use the global pool: they must not queue behind seconds-long
+    // synthesis tasks, so synthesis gets a pool of its own.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let synthesis_pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.saturating_sub(1).max(1))
+        .thread_name(|i| format!("synthesis-{i}"))
+        .build()
+        .map_err(|e| Error::InvalidInput(format!("cannot start synthesis threads: {e}")))?;
+    let queue = Queue {
+        state: Mutex::new(QueueState::default()),
+        changed: Condvar::new(),
+    };
+    let proofs = Mutex::new(vec![None; count]);
+    let report = Mutex::new(ProveReport {
+        proofs: count,
+        ..Default::default()
+    });
+    let cancel = AtomicBool::new(false);
+    let (sender, receiver) = mpsc::channel();
+    std::thread::scope(|scope| {
+        let (queue, proofs, report, cancel) = (&queue, &proofs, &report, &cancel);
+        scope.spawn(move || {
+            synthesis_pool.install(|| {
+                circuits.into_par_iter().enumerate().for_each_with(
+                    sender,
+                    |sender, (i, circuit)| {
+                        if cancel.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        let lane = format!(
+                            "synthesis thread {}",
+                            rayon::current_thread_index().unwrap_or(0)
+                        );
+                        let t = Instant::now();
+                        let result =
+                            first.span(&lane, &format!("synthesize {i}"), || synthesize(circuit));
+                        // The receiver is gone only when the batch already failed.
+                        let _ = sender.send((i, result.map(|a| (a, t.elapsed()))));
+                    },
+                );
+            });
+        });
+        for (device, prover) in provers.iter().enumerate() {
+            for worker in 0..prover.workers() {
+                let lane = format!("device {device} worker {worker}");
+                scope.spawn(move || {
+                    while let Some((i, assignment)) = queue.pop() {
+                        let mut own = ProveReport::default();
+                        let proof = prover.span(&lane, &format!("prove {i}"), || {
+                            prover.prove_assignment(assignment, rs[i], ss[i], &lane, &mut own)
+                        });
+                        match proof {
+                            Ok(proof) => {
+                                proofs.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(proof);
+                                report.lock().unwrap_or_else(|e| e.into_inner()).add(&own);
+                            }
+                            Err(e) => {
+                                cancel.store(true, Ordering::Relaxed);
+                                queue.fail(e);
+                            }
+                        }
+                    }
+                });
+            }
+        }
+        match hand_over_in_order(first, &receiver, count, queue, report) {
+            Ok(()) => queue.close(),
+            Err(e) => {
+                cancel.store(true, Ordering::Relaxed);
+                queue.fail(e);
+            }
+        }
+    });
+    if let Some(error) = queue.lock().error.take() {
+        return Err(error);
+    }
+    let proofs = proofs
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| Error::InvalidInput("a proof of the batch is missing".into()))?;
+    let mut report = report.into_inner().unwrap_or_else(|e| e.into_inner());
+    report.wall = start.elapsed();
+    report.backend = provers
+        .iter()
+        .map(|p| p.engine().describe())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    Ok((proofs, report))
+}
+
+/// Queues circuits 0, 1, ... as their assignments arrive (in any order) from synthesis.
+/// Circuit 0 decides the shape: the parameters must fit it, and every other circuit must
+/// share it.
+fn hand_over_in_order(
+    prover: &Prover,
+    receiver: &mpsc::Receiver<(usize, Result<(ProvingAssignment, Duration)>)>,
+    count: usize,
+    queue: &Queue,
+    report: &Mutex<ProveReport>,
+) -> Result<()> {
+    let mut arrived = BTreeMap::new();
+    let mut expected: Option<Shape> = None;
+    for i in 0..count {
+        let next = loop {
+            if let Some(next) = arrived.remove(&i) {
+                break next;
+            }
+            let (j, assignment) = receiver.recv().map_err(|_| {
+                Error::InvalidInput(format!("synthesis of circuit {i} never finished"))
+            })?;
+            arrived.insert(j, assignment);
+        };
+        let (assignment, took) = next?;
+        let shape = assignment.shape();
+        match &expected {
+            None => {
+                let domain = shape.constraints.max(1).next_power_of_two();
+                let params = prover.params();
+                params.check_fits(
+                    shape.inputs,
+                    shape.aux,
+                    domain,
+                    shape.a_aux_density,
+                    shape.b_input_density,
+                    shape.b_aux_density,
+                )?;
+                check_delta(params)?;
+                let mut report = report.lock().unwrap_or_else(|e| e.into_inner());
+                report.constraints = shape.constraints;
+                report.domain = domain;
+                expected = Some(shape);
+            }
+            Some(first) if *first != shape => {
+                return Err(Error::BatchShape {
+                    index: i,
+                    expected: first.to_string(),
+                    found: shape.to_string(),
+                })
+            }
+            Some(_) => {}
+        }
+        report.lock().unwrap_or_else(|e| e.into_inner()).synthesis += took;
+        queue.push((i, assignment));
+    }
+    Ok(())
+}
