@@ -17,7 +17,7 @@ fn buffers_come_back_after_their_fence_and_are_reused() {
     let mut encoder = gpu.device.create_command_encoder(&Default::default());
     encoder.clear_buffer(&first, 0, None);
     let fence = gpu.queue.submit([encoder.finish()]);
-    pool.give_back(first.clone(), Some(fence));
+    pool.give_back(first.clone(), Some(fence.clone()));
     assert_eq!(
         pool.stats(),
         PoolStats {
@@ -27,6 +27,7 @@ fn buffers_come_back_after_their_fence_and_are_reused() {
         },
         "in flight until its submission is seen to complete"
     );
+    gpu.wait_for(fence).unwrap();
     let again = pool.take("test", MIB).unwrap();
     assert_eq!(again, first, "the same buffer, once its fence passed");
     let other = pool.take("test", MIB).unwrap();

@@ -4,10 +4,13 @@
 //! call, and a read-back buffer per call does the same: for the hundreds of megabytes one proof
 //! moves, allocating (and, on discrete GPUs, pinning) that memory each time cost more than the
 //! copies (an H step at 2^24 took 3.2 s host to host on the H200 while its seven NTTs took
-//! ~110 ms). Here a handful of chunk-sized staging buffers are made once per device and reused:
-//! while the GPU copies one chunk, the CPU fills or drains the next.
+//! ~110 ms). Here chunk-sized staging buffers are made once per device and reused: while the
+//! GPU copies one chunk, the CPU fills or drains the next.
 //!
-//! Every wait is on a submission made here (the chunk's own copy), never on the whole device.
+//! An upload never waits for a staging buffer whose copy is still queued (it may sit behind
+//! another worker's kernels, and waiting for it would tie this worker to that work): it takes
+//! another, making one if needed, up to a cap. Every wait is on a submission made here (a
+//! chunk's own copy), never on the whole device.
 
 use rayon::prelude::*;
 use std::sync::mpsc;
@@ -18,8 +21,11 @@ use crate::error::{Error, Result};
 /// Bytes per staging buffer. Big enough that per-chunk overhead vanishes, small enough that a
 /// few of them in flight cost little host memory.
 const CHUNK: u64 = 32 << 20;
-/// Staging buffers per direction: one being filled or drained on the CPU, the others in copy.
+/// Read-back staging buffers: one being drained on the CPU, the others in copy.
 const SLOTS: usize = 3;
+/// Most upload staging buffers (1 GiB of host memory): beyond this, an upload waits for the
+/// oldest copy.
+const MAX_UPLOAD_SLOTS: usize = 32;
 
 type MapResult = std::result::Result<(), wgpu::BufferAsyncError>;
 
@@ -53,6 +59,25 @@ impl Slot {
                 mapped_at_creation: mapped,
             }),
             pending: None,
+        }
+    }
+
+    /// Whether the slot is mapped and free, without blocking.
+    fn is_ready(&mut self, gpu: &super::GpuContext) -> Result<bool> {
+        let Some((submission, receiver)) = &self.pending else {
+            return Ok(true);
+        };
+        if !gpu.has_completed(submission.clone())? {
+            return Ok(false);
+        }
+        match receiver.try_recv() {
+            Ok(mapped) => {
+                mapped.map_err(|e| Error::device("mapping a staging buffer", e))?;
+                self.pending = None;
+                Ok(true)
+            }
+            Err(mpsc::TryRecvError::Empty) => Ok(false),
+            Err(e) => Err(Error::device("staging map never completed", e)),
         }
     }
 
@@ -119,18 +144,9 @@ impl super::GpuContext {
             .upload
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if slots.is_empty() {
-            let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
-            let made = self.allocating("upload staging buffers", chunk * SLOTS as u64, || {
-                (0..SLOTS)
-                    .map(|_| Slot::new(&self.device, chunk, usage, true))
-                    .collect::<Vec<_>>()
-            })?;
-            *slots = made;
-        }
         for (i, piece) in bytes.chunks(chunk as usize).enumerate() {
-            let slot = &mut slots[i % SLOTS];
-            slot.wait_mapped(self)?;
+            let free = self.free_upload_slot(&mut slots, chunk)?;
+            let mut slot = slots.remove(free);
             let len = piece.len() as u64;
             write_mapped(&slot.buffer, piece)?;
             slot.buffer.unmap();
@@ -138,8 +154,30 @@ impl super::GpuContext {
             encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, offset + i as u64 * chunk, len);
             let submission = self.queue.submit([encoder.finish()]);
             slot.request_map(wgpu::MapMode::Write, submission);
+            // Most recently used last: the first slots are the likeliest to be free.
+            slots.push(slot);
         }
         self.check_alive()
+    }
+
+    /// The index of a mapped upload slot: the first free one, else a new one, else (at the
+    /// cap) the oldest once its copy is done.
+    fn free_upload_slot(&self, slots: &mut Vec<Slot>, chunk: u64) -> Result<usize> {
+        for (i, slot) in slots.iter_mut().enumerate() {
+            if slot.is_ready(self)? {
+                return Ok(i);
+            }
+        }
+        if slots.len() < MAX_UPLOAD_SLOTS {
+            let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+            let slot = self.allocating("an upload staging buffer", chunk, || {
+                Slot::new(&self.device, chunk, usage, true)
+            })?;
+            slots.push(slot);
+            return Ok(slots.len() - 1);
+        }
+        slots[0].wait_mapped(self)?;
+        Ok(0)
     }
 
     /// The `len` bytes of `buffer` from `offset`, once the work submitted before has finished.
