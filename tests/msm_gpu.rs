@@ -241,3 +241,32 @@ fn msm_g1_in_reused_workspaces_equals_blstrs() {
         assert_msm(kernels, &b[..n], &s[..n], "after other sizes");
     }
 }
+
+/// Scalars already on the device (an NTT vector in 128-element parts, as the H step leaves
+/// them) feed the MSM directly, across part boundaries and across MSM chunks.
+#[test]
+fn msm_g1_from_device_scalars_equals_blstrs() {
+    let (Some(kernels), Some(ntt)) = (
+        msm_kernels::<G1>(WideMul::Int64),
+        common::ntt_kernels_in_parts(WideMul::Int64),
+    ) else {
+        return;
+    };
+    let n = 1500;
+    let b = bases::<G1>(11, n);
+    let s = filecoin_like_scalars(12, 2048);
+    let on_device = ntt.upload(&s, 11).unwrap();
+    assert!(on_device.parts.len() > 1, "parts of 128 elements");
+    let chunked = kernels.with_config(MsmConfig {
+        max_binding_bytes: Some(256 << 10),
+        ..Default::default()
+    });
+    assert!(chunked.plan(n).unwrap().chunk < n);
+    for kernels in [kernels, &chunked] {
+        let resident = kernels.upload_bases(&b).unwrap();
+        let gpu = kernels
+            .msm_from(&resident, on_device.as_scalars(n))
+            .unwrap();
+        assert_eq!(gpu, msm_cpu::<G1>(&b, &s[..n]).unwrap());
+    }
+}

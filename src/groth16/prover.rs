@@ -24,7 +24,7 @@ use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::pool::BufferPool;
 use crate::gpu::{AdapterSelector, GpuContext};
 use crate::msm::{gpu_disabled_by_env, msm_cpu, MsmConfig, MsmKernels, ResidentBases};
-use crate::ntt::{h_coefficients_cpu, NttKernels};
+use crate::ntt::{h_coefficients_cpu, DeviceVector, NttKernels};
 use crate::timeline::Timeline;
 use crate::{Error, Result};
 
@@ -248,6 +248,12 @@ impl ResidentParams {
         let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
         (g1 * G1::AFFINE_BYTES + params.b_g2.len() * G2::AFFINE_BYTES) as u64
     }
+}
+
+/// The H polynomial's coefficients: where the H step left them.
+enum HValues {
+    Device(Box<DeviceVector>),
+    Host(Vec<Scalar>),
 }
 
 /// Which G1 query an MSM runs over.
@@ -505,11 +511,14 @@ impl Prover {
         let h = self.step(lane, "H step", &mut report.h, || {
             self.engine.run(
                 "the H step",
-                |gpu| gpu.ntt.h_coefficients(&a, &b, &c),
-                || h_coefficients_cpu(&a, &b, &c),
+                |gpu| {
+                    gpu.ntt
+                        .h_on_device(&a, &b, &c)
+                        .map(|h| HValues::Device(Box::new(h)))
+                },
+                || h_coefficients_cpu(&a, &b, &c).map(HValues::Host),
             )
         })?;
-        drop((a, b, c));
 
         // The CPU selects the A and B scalars while the GPU runs the H and L MSMs.
         // bellperson runs each query as an input and an aux MSM over consecutive bases; one
@@ -517,8 +526,9 @@ impl Prover {
         let (gpu_side, cpu_side) = rayon::join(
             || -> Result<_> {
                 let (mut h_time, mut l_time) = Default::default();
-                let msm_h =
-                    self.step(lane, "MSM H", &mut h_time, || self.msm_g1(G1Query::H, &h))?;
+                let msm_h = self.step(lane, "MSM H", &mut h_time, || {
+                    self.msm_h(&h, || h_coefficients_cpu(&a, &b, &c))
+                })?;
                 let msm_l =
                     self.step(lane, "MSM L", &mut l_time, || self.msm_g1(G1Query::L, &aux))?;
                 Ok((msm_h, h_time, msm_l, l_time))
@@ -532,11 +542,11 @@ impl Prover {
             },
         );
         let (msm_h, h_time, msm_l, l_time) = gpu_side?;
+        drop((h, a, b, c));
         let (a_scalars, b_scalars, select_time) = cpu_side;
         report.msm_h += h_time;
         report.msm_l += l_time;
         report.scalar_selection += select_time;
-        drop(h);
 
         let msm_a = self.step(lane, "MSM A", &mut report.msm_a, || {
             self.msm_g1(G1Query::A, &a_scalars)
@@ -567,6 +577,29 @@ impl Prover {
         };
         report.assembly += start.elapsed();
         Ok(proof)
+    }
+
+    /// The H MSM over the first n - 1 coefficients, read where the H step left them; a GPU
+    /// failure with them on the device recomputes them on the CPU (`recompute`).
+    fn msm_h(
+        &self,
+        h: &HValues,
+        recompute: impl FnOnce() -> Result<Vec<Scalar>>,
+    ) -> Result<G1Projective> {
+        let on_device = match h {
+            HValues::Host(h) => return self.msm_g1(G1Query::H, h),
+            HValues::Device(h) => h.as_scalars(self.params.h.len()),
+        };
+        self.engine.run(
+            "the H MSM",
+            |gpu| match &self.resident {
+                Some(resident) => gpu.g1.msm_from(&resident.h, on_device),
+                None => gpu
+                    .g1
+                    .msm_from(&gpu.g1.upload_bases(&self.params.h)?, on_device),
+            },
+            || msm_cpu::<G1>(&self.params.h, &recompute()?),
+        )
     }
 
     fn msm_g1(&self, query: G1Query, scalars: &[Scalar]) -> Result<G1Projective> {

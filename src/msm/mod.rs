@@ -117,6 +117,69 @@ struct MsmParams {
     _pad: u32,
 }
 
+/// Where an MSM's scalars are: in host memory, or already on the device in equal parts (an
+/// NTT's output, so the H polynomial goes from its transform to its MSM without a round trip).
+#[derive(Clone, Copy)]
+pub enum ScalarSource<'a> {
+    Host(&'a [Scalar]),
+    Device {
+        /// Buffers of `part_len` scalars each, in order.
+        parts: &'a [wgpu::Buffer],
+        part_len: usize,
+        /// Scalars to use, from the start.
+        len: usize,
+    },
+}
+
+impl ScalarSource<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            ScalarSource::Host(scalars) => scalars.len(),
+            ScalarSource::Device { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Puts scalars `first..first + len` at the start of `target`: an upload for host
+    /// scalars, copies recorded in `encoder` for device ones.
+    fn stage(
+        &self,
+        gpu: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        target: &wgpu::Buffer,
+        first: usize,
+        len: usize,
+    ) -> Result<()> {
+        const BYTES: u64 = std::mem::size_of::<Scalar>() as u64;
+        match *self {
+            ScalarSource::Host(scalars) => {
+                gpu.upload(target, 0, Scalar::as_bytes(&scalars[first..first + len]))
+            }
+            ScalarSource::Device {
+                parts, part_len, ..
+            } => {
+                let mut at = first;
+                while at < first + len {
+                    let (part, within) = (at / part_len, at % part_len);
+                    let take = (part_len - within).min(first + len - at);
+                    encoder.copy_buffer_to_buffer(
+                        &parts[part],
+                        within as u64 * BYTES,
+                        target,
+                        (at - first) as u64 * BYTES,
+                        take as u64 * BYTES,
+                    );
+                    at += take;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Bases living on the device: one or more buffers, each within the binding limit.
 pub struct ResidentBases<C: GpuCurve> {
     /// (buffer, points in it); every buffer but the last holds `per_buffer` points.
@@ -387,6 +450,15 @@ impl<C: GpuCurve> MsmKernels<C> {
 
     /// Σ scalars[i] · bases[i] over the first `scalars.len()` resident bases.
     pub fn msm(&self, bases: &ResidentBases<C>, scalars: &[Scalar]) -> Result<C::Projective> {
+        self.msm_from(bases, ScalarSource::Host(scalars))
+    }
+
+    /// [`msm`](Self::msm) with the scalars wherever they are.
+    pub fn msm_from(
+        &self,
+        bases: &ResidentBases<C>,
+        scalars: ScalarSource<'_>,
+    ) -> Result<C::Projective> {
         check_lengths(bases.len(), scalars.len())?;
         if scalars.is_empty() {
             return Ok(C::Projective::identity());
@@ -427,7 +499,7 @@ impl<C: GpuCurve> MsmKernels<C> {
     fn run(
         &self,
         bases: &ResidentBases<C>,
-        scalars: &[Scalar],
+        scalars: ScalarSource<'_>,
         plan: &MsmPlan,
         ws: &Workspace,
     ) -> Result<Vec<C::Projective>> {
@@ -540,11 +612,7 @@ impl<C: GpuCurve> MsmKernels<C> {
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encoder.clear_buffer(&ws.buckets, 0, None);
         for (c, &(buffer, at, first, len)) in chunks.iter().enumerate() {
-            gpu.upload(
-                &ws.scalars,
-                0,
-                Scalar::as_bytes(&scalars[first..first + len]),
-            )?;
+            scalars.stage(gpu, &mut encoder, &ws.scalars, first, len)?;
             let merged = c > 0;
             let groups =
                 [0, 1].map(|parity| msm_group(bases_binding(buffer, at, len), parity, merged));

@@ -152,6 +152,15 @@ pub struct DeviceVector {
 }
 
 impl DeviceVector {
+    /// The first `len` elements as an MSM's scalars.
+    pub fn as_scalars(&self, len: usize) -> crate::msm::ScalarSource<'_> {
+        crate::msm::ScalarSource::Device {
+            parts: &self.parts,
+            part_len: self.part_len() as usize,
+            len: len.min(1 << self.log_n),
+        }
+    }
+
     fn used_by(&self, submission: &wgpu::SubmissionIndex) {
         *self.last_use.lock().unwrap_or_else(|e| e.into_inner()) = Some(submission.clone());
     }
@@ -543,17 +552,23 @@ impl NttKernels {
     /// (`execute_fft`): a, b, c (equal lengths) to coefficients (iNTT), to the coset (coset
     /// NTT), (a·b - c)/Z there, back to coefficients (coset iNTT); all but the last of the n.
     pub fn h_coefficients(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<Vec<Scalar>> {
-        let n = h_domain(a, b, c)?;
-        let log_n = n.trailing_zeros();
+        let h = self.h_on_device(a, b, c)?;
+        let mut coefficients = self.download(&h)?;
+        coefficients.truncate((1 << h.log_n) - 1);
+        Ok(coefficients)
+    }
+
+    /// [`h_coefficients`](Self::h_coefficients) left on the device (all n of them; the
+    /// prover's MSM takes the first n - 1), for the H MSM to read without a round trip.
+    pub fn h_on_device(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<DeviceVector> {
+        let log_n = h_domain(a, b, c)?.trailing_zeros();
         let (da, db, dc) = (
             self.upload(a, log_n)?,
             self.upload(b, log_n)?,
             self.upload(c, log_n)?,
         );
         self.h_resident(&da, &db, &dc)?;
-        let mut h = self.download(&da)?;
-        h.truncate(n - 1);
-        Ok(h)
+        Ok(da)
     }
 
     /// The H step on vectors already on the device (one size): leaves the n coefficients in
