@@ -245,7 +245,9 @@ fn eval(
 ) -> Scalar {
     // Gadgets build most terms with coefficient 1 or -1 (booleans: ONE - b); both skip the
     // multiplication.
-    let minus_one = -Scalar::ONE;
+    // Negating ONE is a call into blst: once per process, not once per linear combination.
+    static MINUS_ONE: std::sync::LazyLock<Scalar> = std::sync::LazyLock::new(|| -Scalar::ONE);
+    let minus_one = *MINUS_ONE;
     let mut acc = Scalar::ZERO;
     let mut add = |coeff: &Scalar, value: &Scalar| {
         if *coeff == Scalar::ONE {
