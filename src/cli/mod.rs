@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_prove;
+mod bench_synthesis;
 mod compare;
 mod demo;
 mod info;
@@ -194,6 +195,15 @@ enum BenchCommand {
         #[arg(long)]
         window_bits: Option<u32>,
     },
+    /// One circuit's synthesis on one thread, beside the circuit's own share of it.
+    Synthesis {
+        /// log2 of the domain (the circuit has 2^N - 1 constraints); a comma list runs several.
+        #[arg(long, value_delimiter = ',', default_value = "20")]
+        log_n: Vec<u32>,
+        /// Runs per size; the fastest counts.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+    },
     /// Host-to-device and device-to-host bandwidth, our staging path beside wgpu's own.
     Transfer {
         /// Sizes in MiB; a comma list runs several.
@@ -369,6 +379,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
             no_check,
         } => bench::ntt(selector, &log_n, runs, local_stages, !no_check),
         BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs),
+        BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs),
         BenchCommand::Prove {
             log_n,
             batch,
