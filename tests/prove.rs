@@ -421,3 +421,25 @@ fn a_batch_over_workers_and_devices_equals_bellperson() {
         .collect();
     assert!(lanes.iter().all(|l| l.starts_with("device ")), "{lanes:?}");
 }
+
+#[test]
+fn provers_of_one_batch_must_share_parameters() {
+    let (one, other) = (
+        params_for(SingleConstraint::blank(), 17),
+        params_for(SingleConstraint::blank(), 18),
+    );
+    let cpu = || Arc::new(Engine::Cpu);
+    let provers = [
+        Prover::with_engine(&one, cpu(), None).unwrap(),
+        Prover::with_engine(&other, cpu(), None).unwrap(),
+    ];
+    let circuit = SingleConstraint::new(Scalar::ONE, Scalar::ONE);
+    let Err(err) = prove_batch_across(&provers, vec![circuit], &[Scalar::ONE], &[Scalar::ONE])
+    else {
+        panic!("a batch over provers of two parameter sets must be refused");
+    };
+    assert!(
+        matches!(&err, Error::InvalidInput(m) if m.contains("prover 1")),
+        "{err}"
+    );
+}

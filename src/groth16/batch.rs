@@ -105,6 +105,18 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
             "a batch needs at least one circuit".into(),
         ));
     }
+    // Circuit 0 is checked against the first prover's parameters only.
+    let (p0, lengths) = (first.params(), |p: &super::ProvingParameters| {
+        [p.h.len(), p.l.len(), p.a.len(), p.b_g1.len(), p.b_g2.len()]
+    });
+    if let Some(other) = provers
+        .iter()
+        .position(|p| p.params().vk != p0.vk || lengths(p.params()) != lengths(p0))
+    {
+        return Err(Error::InvalidInput(format!(
+            "prover {other} of the batch has other parameters than prover 0"
+        )));
+    }
     let count = circuits.len();
     let start = Instant::now();
     // The prover's own steps use the global pool: they must not queue behind seconds-long
