@@ -80,36 +80,7 @@ enum Command {
     },
     /// Prove a built-in circuit with a .params file, on the best adapter (the CPU with
     /// BELLMAN_NO_GPU=1); writes the proof as bellperson does (192 bytes).
-    Prove {
-        /// The .params file `setup` wrote for this circuit and size.
-        #[arg(long)]
-        params: PathBuf,
-        #[command(flatten)]
-        circuit: setup::CircuitArgs,
-        /// sha256: the preimage (its length is the size).
-        #[arg(long)]
-        message: Option<String>,
-        /// filecoin-like: the seed its witness is drawn from.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        /// Where the proof goes.
-        #[arg(long)]
-        proof: PathBuf,
-        /// Where the public inputs go (hex of each one's little-endian bytes, one a line);
-        /// without it they are printed.
-        #[arg(long)]
-        inputs_out: Option<PathBuf>,
-        /// Skip the subgroup checks of the parameters' points (faster; for files you trust).
-        #[arg(long)]
-        unchecked: bool,
-        /// Device memory the prover may use, in MiB (pooled buffers and resident bases); a
-        /// budget below what one proof needs is an error.
-        #[arg(long)]
-        vram_budget_mib: Option<u64>,
-        /// Write a Chrome / Perfetto trace of the proof's stages to this file.
-        #[arg(long)]
-        trace: Option<PathBuf>,
-    },
+    Prove(prove::ProveOptions),
     /// Check a proof with bellperson's verifier: prints "valid" (exit 0) or "invalid" (exit 1).
     Verify {
         /// The .vk file `setup` wrote.
@@ -317,31 +288,7 @@ pub fn run() -> CliResult<ExitCode> {
             params,
             vk,
         } => setup::run(&circuit, &params, &vk, &mut out)?,
-        Command::Prove {
-            params,
-            circuit,
-            message,
-            seed,
-            proof,
-            inputs_out,
-            unchecked,
-            vram_budget_mib,
-            trace,
-        } => prove::run(
-            &selector,
-            &prove::ProveOptions {
-                params,
-                circuit,
-                message,
-                seed,
-                proof,
-                inputs_out,
-                unchecked,
-                vram_budget: vram_budget_mib.map(|mib| mib << 20),
-                trace,
-            },
-            &mut out,
-        )?,
+        Command::Prove(options) => prove::run(&selector, &options, &mut out)?,
         Command::Verify { vk, proof, inputs } => verify::run(&vk, &proof, &inputs, &mut out)?,
         Command::Compare {
             log_n,

@@ -26,17 +26,35 @@ use super::output::{hex, stage, NewFile, Output};
 use super::setup::{BuiltIn, CircuitArgs};
 use super::{CliError, CliResult};
 
+#[derive(clap::Args)]
 pub struct ProveOptions {
+    /// The .params file `setup` wrote for this circuit and size.
+    #[arg(long)]
     pub params: PathBuf,
+    #[command(flatten)]
     pub circuit: CircuitArgs,
+    /// sha256: the preimage (its length is the size).
+    #[arg(long)]
     pub message: Option<String>,
+    /// filecoin-like: the seed its witness is drawn from.
+    #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Where the proof goes.
+    #[arg(long)]
     pub proof: PathBuf,
+    /// Where the public inputs go (hex of each one's little-endian bytes, one a line);
+    /// without it they are printed.
+    #[arg(long)]
     pub inputs_out: Option<PathBuf>,
+    /// Skip the subgroup checks of the parameters' points (faster; for files you trust).
+    #[arg(long)]
     pub unchecked: bool,
-    /// Device memory the prover may use (pooled buffers and resident bases), in bytes.
-    pub vram_budget: Option<u64>,
-    /// Where to write a Chrome / Perfetto trace of the proof's stages.
+    /// Device memory the prover may use, in MiB (pooled buffers and resident bases); a
+    /// budget below what one proof needs is an error.
+    #[arg(long)]
+    pub vram_budget_mib: Option<u64>,
+    /// Write a Chrome / Perfetto trace of the proof's stages to this file.
+    #[arg(long)]
     pub trace: Option<PathBuf>,
 }
 
@@ -127,7 +145,7 @@ pub fn run(
     let inputs = public_inputs(circuit.clone())?;
     let rs = (Scalar::random(OsRng), Scalar::random(OsRng));
     let timeline = options.trace.as_ref().map(|_| Arc::new(Timeline::new()));
-    let engine = open_engine(selector, options.vram_budget)?;
+    let engine = open_engine(selector, options.vram_budget_mib.map(|mib| mib << 20))?;
     let (proof, report) =
         prove_on(engine, &params, &circuit, rs, timeline.clone()).map_err(|e| match e {
             Error::ParamsMismatch(why) => CliError::Invalid(format!(
