@@ -129,6 +129,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the CPU path would fail the same way (the inputs are wrong), so a GPU error of
+    /// this kind is returned rather than answered by falling back to the CPU.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, Error::InvalidInput(_))
+    }
+
     pub(crate) fn device(context: impl fmt::Display, err: impl fmt::Display) -> Self {
         Error::Device(format!("{context}: {err}"))
     }

@@ -4,11 +4,12 @@
 
 mod common;
 
+use common::proof_bytes;
 use std::sync::{Arc, OnceLock};
 
 use bellperson::groth16::{
     create_proof, create_proof_batch, generate_random_parameters, prepare_verifying_key,
-    verify_proof, Parameters, Proof,
+    verify_proof, Parameters,
 };
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
@@ -33,12 +34,6 @@ fn rng(seed: u64) -> ChaCha20Rng {
 
 fn params_for<C: Circuit<Scalar>>(blank: C, seed: u64) -> Parameters<Bls12> {
     generate_random_parameters::<Bls12, _, _>(blank, &mut rng(seed)).expect("parameters")
-}
-
-fn bytes(proof: &Proof<Bls12>) -> Vec<u8> {
-    let mut out = Vec::new();
-    proof.write(&mut out).expect("in memory");
-    out
 }
 
 /// The engines every proof goes through: the CPU, and the GPU when there is one (built once
@@ -69,8 +64,8 @@ fn check_circuit<C: Circuit<Scalar> + Clone + Send>(circuit: C, blank: C, seed: 
         let prover = Prover::with_engine(&params, engine.clone(), None).expect("prover");
         let proof = prover.prove(circuit.clone(), r, s).expect("our proof");
         assert_eq!(
-            bytes(&proof),
-            bytes(&expected),
+            proof_bytes(&proof),
+            proof_bytes(&expected),
             "proof on {} differs from bellperson's",
             engine.describe()
         );
@@ -124,7 +119,12 @@ fn batch_proofs_equal_bellperson_batch() {
         assert_eq!(report.proofs, 3);
         assert_eq!(report.domain, 1 << 10);
         for ((proof, want), circuit) in proofs.iter().zip(&expected).zip(&circuits) {
-            assert_eq!(bytes(proof), bytes(want), "on {}", engine.describe());
+            assert_eq!(
+                proof_bytes(proof),
+                proof_bytes(want),
+                "on {}",
+                engine.describe()
+            );
             let inputs = public_inputs(circuit.clone()).unwrap();
             assert!(verify_proof(&pvk, proof, &inputs).unwrap());
         }
@@ -143,7 +143,11 @@ fn random_proofs_verify() {
         let two = prover.prove_batch_random(vec![circuit.clone()]).unwrap();
         assert!(verify_proof(&pvk, &one, &inputs).unwrap());
         assert!(verify_proof(&pvk, &two[0], &inputs).unwrap());
-        assert_ne!(bytes(&one), bytes(&two[0]), "r and s must be fresh");
+        assert_ne!(
+            proof_bytes(&one),
+            proof_bytes(&two[0]),
+            "r and s must be fresh"
+        );
     }
 }
 
@@ -231,7 +235,7 @@ fn bad_parameter_files_give_their_errors() {
         .prove(circuit.clone(), Scalar::ONE, Scalar::ONE)
         .unwrap();
     let expected = create_proof(circuit, &params, Scalar::ONE, Scalar::ONE).unwrap();
-    assert_eq!(bytes(&proof), bytes(&expected));
+    assert_eq!(proof_bytes(&proof), proof_bytes(&expected));
 }
 
 #[test]
@@ -248,8 +252,8 @@ fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
     let (r, s) = (Scalar::random(rng(70)), Scalar::random(rng(71)));
     let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
     assert_eq!(
-        bytes(&prover.prove(circuit.clone(), r, s).unwrap()),
-        bytes(&expected)
+        proof_bytes(&prover.prove(circuit.clone(), r, s).unwrap()),
+        proof_bytes(&expected)
     );
     assert!(!engine.gpu_failed());
 
@@ -258,7 +262,7 @@ fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
         .prove(circuit, r, s)
         .expect("falls back instead of failing");
     assert!(engine.gpu_failed(), "the loss must be noticed");
-    assert_eq!(bytes(&proof), bytes(&expected));
+    assert_eq!(proof_bytes(&proof), proof_bytes(&expected));
 }
 
 #[test]
@@ -277,8 +281,8 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
         .unwrap();
     let expected = create_proof_batch(circuits, &params, one.clone(), one).unwrap();
     assert_eq!(
-        proofs.iter().map(bytes).collect::<Vec<_>>(),
-        expected.iter().map(bytes).collect::<Vec<_>>()
+        proofs.iter().map(proof_bytes).collect::<Vec<_>>(),
+        expected.iter().map(proof_bytes).collect::<Vec<_>>()
     );
     assert!(report.wall >= report.after_synthesis());
     let spans = timeline.spans();
@@ -346,8 +350,8 @@ fn bases_over_the_budget_are_uploaded_per_msm_and_proofs_still_equal_bellperson(
     let (r, s) = (Scalar::random(rng(80)), Scalar::random(rng(81)));
     let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
     assert_eq!(
-        bytes(&prover.prove(circuit, r, s).unwrap()),
-        bytes(&expected)
+        proof_bytes(&prover.prove(circuit, r, s).unwrap()),
+        proof_bytes(&expected)
     );
 }
 
@@ -368,7 +372,7 @@ fn the_pool_does_not_grow_over_fifty_proofs() {
         let proof = prover
             .prove(circuit.clone(), Scalar::ONE, Scalar::ONE)
             .unwrap();
-        assert_eq!(bytes(&proof), bytes(&expected));
+        assert_eq!(proof_bytes(&proof), proof_bytes(&expected));
         let allocated = gpu.pool().stats().allocated_bytes;
         assert!(allocated <= 200 << 10);
         assert_eq!(
@@ -388,7 +392,7 @@ fn a_batch_over_workers_and_devices_equals_bellperson() {
     let rs: Vec<Scalar> = (0..7).map(|i| Scalar::random(rng(90 + i))).collect();
     let ss: Vec<Scalar> = (0..7).map(|i| Scalar::random(rng(100 + i))).collect();
     let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone()).unwrap();
-    let expected: Vec<_> = expected.iter().map(bytes).collect();
+    let expected: Vec<_> = expected.iter().map(proof_bytes).collect();
     // Every engine as one device with three workers, then all engines as devices of one
     // batch (the CPU engine standing in for a second GPU).
     let provers: Vec<Prover> = engines()
@@ -403,7 +407,7 @@ fn a_batch_over_workers_and_devices_equals_bellperson() {
         let (proofs, _) = prover
             .prove_batch_report(circuits.clone(), &rs, &ss)
             .unwrap();
-        assert_eq!(proofs.iter().map(bytes).collect::<Vec<_>>(), expected);
+        assert_eq!(proofs.iter().map(proof_bytes).collect::<Vec<_>>(), expected);
     }
     let timeline = Arc::new(Timeline::new());
     let provers: Vec<Prover> = provers
@@ -411,7 +415,7 @@ fn a_batch_over_workers_and_devices_equals_bellperson() {
         .map(|p| p.with_timeline(timeline.clone()))
         .collect();
     let (proofs, report) = prove_batch_across(&provers, circuits, &rs, &ss).unwrap();
-    assert_eq!(proofs.iter().map(bytes).collect::<Vec<_>>(), expected);
+    assert_eq!(proofs.iter().map(proof_bytes).collect::<Vec<_>>(), expected);
     assert_eq!(report.proofs, 7);
     let lanes: std::collections::BTreeSet<String> = timeline
         .spans()

@@ -1,18 +1,15 @@
 //! `BELLMAN_NO_GPU` puts the default prover on the CPU (its own binary: the variable is read
 //! when the process's shared engine opens).
 
-use bellperson::groth16::{create_proof, generate_random_parameters, Proof};
+mod common;
+
+use bellperson::groth16::{create_proof, generate_random_parameters};
 use blstrs::{Bls12, Scalar};
+use common::proof_bytes;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::groth16::circuits::SingleConstraint;
 use wgpu_groth16::groth16::{Prover, ProverConfig};
-
-fn bytes(proof: &Proof<Bls12>) -> Vec<u8> {
-    let mut out = Vec::new();
-    proof.write(&mut out).unwrap();
-    out
-}
 
 #[test]
 fn bellman_no_gpu_selects_the_cpu() {
@@ -27,7 +24,7 @@ fn bellman_no_gpu_selects_the_cpu() {
     let (r, s) = (Scalar::from(11u64), Scalar::from(13u64));
     let proof = prover.prove(circuit.clone(), r, s).unwrap();
     assert_eq!(
-        bytes(&proof),
-        bytes(&create_proof(circuit, &params, r, s).unwrap())
+        proof_bytes(&proof),
+        proof_bytes(&create_proof(circuit, &params, r, s).unwrap())
     );
 }

@@ -1,19 +1,16 @@
 //! With no usable adapter the default prover proves on the CPU instead of failing (its own
 //! binary: the adapter selection is read from the environment when the shared engine opens).
 
-use bellperson::groth16::{create_proof, generate_random_parameters, Proof};
+mod common;
+
+use bellperson::groth16::{create_proof, generate_random_parameters};
 use blstrs::{Bls12, Scalar};
+use common::proof_bytes;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::groth16::circuits::SingleConstraint;
 use wgpu_groth16::groth16::{Backend, Prover, ProverConfig};
 use wgpu_groth16::Error;
-
-fn bytes(proof: &Proof<Bls12>) -> Vec<u8> {
-    let mut out = Vec::new();
-    proof.write(&mut out).unwrap();
-    out
-}
 
 #[test]
 fn no_adapter_falls_back_to_the_cpu_unless_a_gpu_is_required() {
@@ -29,8 +26,8 @@ fn no_adapter_falls_back_to_the_cpu_unless_a_gpu_is_required() {
     let (r, s) = (Scalar::from(3u64), Scalar::from(5u64));
     let proof = prover.prove(circuit.clone(), r, s).unwrap();
     assert_eq!(
-        bytes(&proof),
-        bytes(&create_proof(circuit, &params, r, s).unwrap())
+        proof_bytes(&proof),
+        proof_bytes(&create_proof(circuit, &params, r, s).unwrap())
     );
 
     let required = ProverConfig {

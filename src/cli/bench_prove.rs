@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bellperson::groth16::{create_proof, Proof, VerifyingKey};
+use bellperson::groth16::{create_proof, VerifyingKey};
 use blstrs::{Bls12, G1Affine, G2Affine, Scalar};
 use ff::Field;
 use group::Group;
@@ -24,6 +24,7 @@ use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Result;
 
 use super::bench::ms;
+use super::prove::proof_bytes;
 
 pub struct ProveOptions {
     pub log_n: Vec<u32>,
@@ -66,12 +67,6 @@ fn random_parameters(circuit: &FilecoinLike, seed: u64) -> Result<ProvingParamet
         b_g1: g1(3, b),
         b_g2: Arc::new(sample_bases::<G2>(seed * 16 + 4, b)),
     })
-}
-
-fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
-    let mut out = Vec::new();
-    proof.write(&mut out).expect("writing to memory");
-    out
 }
 
 /// Peak resident memory of this process so far (Linux `VmHWM`), in MiB.

@@ -165,7 +165,8 @@ impl Engine {
         }
     }
 
-    /// Runs `on_gpu` when a GPU is usable; when it fails (other than on bad input), warns,
+    /// Runs `on_gpu` when a GPU is usable; when it fails (other than on bad input: see
+    /// `Error::is_bad_input`), warns,
     /// marks the GPU failed and runs `on_cpu`.
     fn run<T>(
         &self,
@@ -177,8 +178,7 @@ impl Engine {
             return on_cpu();
         };
         match on_gpu(engine) {
-            Err(Error::InvalidInput(message)) => Err(Error::InvalidInput(message)),
-            Err(e) => {
+            Err(e) if !e.is_bad_input() => {
                 log::warn!("GPU failed in {step}, finishing on the CPU: {e}");
                 engine.failed.store(true, Ordering::Relaxed);
                 on_cpu()

@@ -83,8 +83,7 @@ fn default_msm<C: GpuCurve>(
     });
     match kernels {
         Some(k) => match k.msm_once(bases, scalars) {
-            Err(Error::InvalidInput(message)) => Err(Error::InvalidInput(message)),
-            Err(e) => {
+            Err(e) if !e.is_bad_input() => {
                 log::warn!("GPU {} MSM failed, computing it on the CPU: {e}", C::NAME);
                 msm_cpu::<C>(bases, scalars)
             }

@@ -139,3 +139,10 @@ pub fn ntt_kernels_in_parts(wide: WideMul) -> Option<&'static wgpu_groth16::ntt:
             .with_local_stages(3)
     }))
 }
+
+/// A proof's bytes as bellperson writes them (192, compressed): what "byte for byte" compares.
+pub fn proof_bytes(proof: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8> {
+    let mut out = Vec::new();
+    proof.write(&mut out).expect("writing to memory");
+    out
+}
