@@ -38,88 +38,90 @@ fn xyzz_from_affine(a: Affine, negate: bool) -> Xyzz {
 }
 
 // p + q, for any p and q (identity, equal, opposite). EFD add-2008-s; when p == q the same
-// multiplications compute dbl-2008-s-1 (pd = 2Y, r = 3X^2, and no -PPP term in X3), so
+// multiplications compute dbl-2008-s-1 (P = 2Y, R = 3X^2, and no -PPP term in X3), so
 // doubling needs no second copy of the formula. `q_is_affine` means q.zz = q.zzz = 1.
 //
 // Every multiplication goes through one call of field_mul in a loop over the formula's
 // steps, operands chosen per step: drivers inline each call site (an Fq multiplication is
 // hundreds of instructions), and eleven inlined copies made a kernel too large to stay in the
-// instruction cache.
+// instruction cache. Inside the loop every variable is live throughout, so the formula works
+// in place on p's four coordinates and three temporaries: registers bound this kernel (each
+// field element is 12 words, 24 for G2), and fewer live elements mean more threads resident.
 fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
     if (xyzz_is_identity(p)) { return q; }
     if (xyzz_is_identity(q)) { return p; }
-    var u1 = p.x;
-    var s1 = p.y;
+    // x, y: X1 and Y1 brought to q's scale (U1, S1), then X3 and Y3.
+    var x = p.x;
+    var y = p.y;
     var zz = p.zz;
     var zzz = p.zzz;
-    var pd: Field;
-    var r: Field;
-    var pp: Field;
-    var ppp: Field;
-    var t: Field;
-    var x3: Field;
-    var y3: Field;
+    // t0: U2, then P (or 2Y), then PPP. t1: S2, then R (or 3X^2), then R (Q - X3).
+    // t2: PP, then Q.
+    var t0: Field;
+    var t1: Field;
+    var t2: Field;
     var doubling = false;
-    // Steps 0-3 bring p to q's scale (skipped for affine q), 4-5 bring q to p's, 6 is
-    // doubling's X^2, 7-14 the common tail.
+    // Steps 0-1 bring q to p's scale, 2-5 p to q's (skipped for affine q), 6 is doubling's
+    // X^2, 7-14 the common tail.
     var step = 0u;
-    if (q_is_affine) { step = 4u; }
     loop {
         if (step > 14u) { break; }
         var a: Field;
         var b: Field;
         switch step {
-            case 0u: { a = p.x; b = q.zz; }
-            case 1u: { a = p.y; b = q.zzz; }
-            case 2u: { a = p.zz; b = q.zz; }
-            case 3u: { a = p.zzz; b = q.zzz; }
-            case 4u: { a = q.x; b = p.zz; }
-            case 5u: { a = q.y; b = p.zzz; }
-            case 6u: { a = p.x; b = p.x; }
-            case 7u: { a = pd; b = pd; }
-            case 8u: { a = pd; b = pp; }
-            case 9u: { a = u1; b = pp; }
-            case 10u: { a = r; b = r; }
-            case 11u: { a = r; b = field_sub(t, x3); }
-            case 12u: { a = s1; b = ppp; }
-            case 13u: { a = zz; b = pp; }
-            default: { a = zzz; b = ppp; }
+            case 0u: { a = q.x; b = zz; }
+            case 1u: { a = q.y; b = zzz; }
+            case 2u: { a = x; b = q.zz; }
+            case 3u: { a = y; b = q.zzz; }
+            case 4u: { a = zz; b = q.zz; }
+            case 5u: { a = zzz; b = q.zzz; }
+            case 6u: { a = x; b = x; }
+            case 7u: { a = t0; b = t0; }
+            case 8u: { a = t0; b = t2; }
+            case 9u: { a = zz; b = t2; }
+            case 10u: { a = zzz; b = t0; }
+            case 11u: { a = x; b = t2; }
+            case 12u: { a = t1; b = t1; }
+            case 13u: { a = t1; b = field_sub(t2, x); }
+            default: { a = y; b = t0; }
         }
         let m = field_mul(a, b);
         switch step {
-            case 0u: { u1 = m; }
-            case 1u: { s1 = m; }
-            case 2u: { zz = m; }
-            case 3u: { zzz = m; }
-            case 4u: { pd = field_sub(m, u1); }
-            case 5u: {
-                r = field_sub(m, s1);
-                if (field_is_zero(pd)) {
-                    if (!field_is_zero(r)) { return xyzz_identity(); }
-                    doubling = true;
-                    pd = field_double(p.y);
-                    u1 = p.x;
-                    s1 = p.y;
-                    zz = p.zz;
-                    zzz = p.zzz;
-                } else {
-                    step = 6u; // no X^2 to compute
-                }
+            case 0u: { t0 = m; }
+            case 1u: {
+                t1 = m;
+                if (q_is_affine) { step = 5u; }
             }
-            case 6u: { r = field_add(field_double(m), m); }
-            case 7u: { pp = m; }
-            case 8u: { ppp = m; }
-            case 9u: { t = m; }
-            case 10u: {
-                x3 = field_sub(m, field_double(t));
-                if (!doubling) { x3 = field_sub(x3, ppp); }
+            case 2u: { x = m; }
+            case 3u: { y = m; }
+            case 4u: { zz = m; }
+            case 5u: { zzz = m; }
+            case 6u: { t1 = field_add(field_double(m), m); }
+            case 7u: { t2 = m; }
+            case 8u: { t0 = m; }
+            case 9u: { zz = m; }
+            case 10u: { zzz = m; }
+            case 11u: { t2 = m; }
+            case 12u: {
+                x = field_sub(m, field_double(t2));
+                if (!doubling) { x = field_sub(x, t0); }
             }
-            case 11u: { y3 = m; }
-            case 12u: { y3 = field_sub(y3, m); }
-            case 13u: { zz = m; }
-            default: { zzz = m; }
+            case 13u: { t1 = m; }
+            default: { y = field_sub(t1, m); }
+        }
+        if (step == 5u) {
+            // Both points on one scale: P = U2 - U1, R = S2 - S1.
+            t0 = field_sub(t0, x);
+            t1 = field_sub(t1, y);
+            if (field_is_zero(t0)) {
+                if (!field_is_zero(t1)) { return xyzz_identity(); }
+                doubling = true;
+                t0 = field_double(y);
+            } else {
+                step = 6u; // no X^2 to compute
+            }
         }
         step++;
     }
-    return Xyzz(x3, y3, zz, zzz);
+    return Xyzz(x, y, zz, zzz);
 }

@@ -12,7 +12,6 @@
 //! another, making one if needed, up to a cap. Every wait is on a submission made here (a
 //! chunk's own copy), never on the whole device.
 
-use rayon::prelude::*;
 use std::sync::mpsc;
 use std::sync::Mutex;
 
@@ -105,29 +104,69 @@ impl Slot {
 /// Bytes each thread copies at a time: one thread does not saturate copies into
 /// write-combined (upload) or out of uncached (read-back) mappings.
 const COPY_PIECE: usize = 1 << 20;
+/// Threads of one copy, the caller's included.
+const COPY_THREADS: usize = 8;
+
+/// Runs `copy` on every item on up to [`COPY_THREADS`] threads.
+///
+/// Plain scoped threads, not rayon: copies run while a staging or workspace lock is held, and
+/// a rayon thread waiting for its tasks runs other queued tasks meanwhile, among them another
+/// worker's MSM or upload that wants the lock its own stack holds. On the H200 that
+/// deadlocked a batch with two workers. These threads run nothing but this copy.
+fn on_copy_threads<T: Send>(
+    items: impl ExactSizeIterator<Item = T> + Send,
+    copy: impl Fn(T) -> Result<()> + Sync,
+) -> Result<()> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(COPY_THREADS)
+        .min(items.len());
+    let items = Mutex::new(items);
+    let run = || -> Result<()> {
+        loop {
+            let next = items.lock().unwrap_or_else(|e| e.into_inner()).next();
+            match next {
+                Some(item) => copy(item)?,
+                None => return Ok(()),
+            }
+        }
+    };
+    if threads <= 1 {
+        return run();
+    }
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(run)).collect();
+        let mine = run();
+        helpers
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .chain([mine])
+            .collect()
+    })
+}
 
 /// `dst.copy_from_slice(src)` on several threads.
 fn parallel_copy(dst: &mut [u8], src: &[u8]) {
-    dst.par_chunks_mut(COPY_PIECE)
-        .zip(src.par_chunks(COPY_PIECE))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+    let pieces = dst.chunks_mut(COPY_PIECE).zip(src.chunks(COPY_PIECE));
+    let copied = on_copy_threads(pieces, |(d, s)| {
+        d.copy_from_slice(s);
+        Ok(())
+    });
+    debug_assert!(copied.is_ok(), "a plain copy cannot fail");
 }
 
 /// `bytes` into the start of the mapped `buffer`, on several threads (a view per piece:
 /// wgpu's write views cannot be split).
 fn write_mapped(buffer: &wgpu::Buffer, bytes: &[u8]) -> Result<()> {
-    bytes
-        .par_chunks(COPY_PIECE)
-        .enumerate()
-        .try_for_each(|(i, piece)| {
-            let at = (i * COPY_PIECE) as u64;
-            buffer
-                .slice(at..at + piece.len() as u64)
-                .get_mapped_range_mut()
-                .map_err(|e| Error::device("writing a staging buffer", e))?
-                .copy_from_slice(piece);
-            Ok(())
-        })
+    on_copy_threads(bytes.chunks(COPY_PIECE).enumerate(), |(i, piece)| {
+        let at = (i * COPY_PIECE) as u64;
+        buffer
+            .slice(at..at + piece.len() as u64)
+            .get_mapped_range_mut()
+            .map_err(|e| Error::device("writing a staging buffer", e))?
+            .copy_from_slice(piece);
+        Ok(())
+    })
 }
 
 fn chunk_size(gpu: &super::GpuContext) -> u64 {

@@ -12,7 +12,8 @@ pub struct MsmConfig {
     /// Sorted entries per accumulation thread: smaller means more parallel and more levels.
     /// `None` takes the curve's default (`GpuCurve::SEGMENT`).
     pub segment: Option<u32>,
-    /// Force the window size in bits (4..=18); `None` picks it from n.
+    /// Force the window size in bits (4..=[`MAX_WINDOW_BITS`]); `None` picks it from n
+    /// (up to [`AUTO_WINDOW_BITS`]).
     pub window_bits: Option<u32>,
     /// Threads (windows × groups) of the bucket reduction: many on a GPU, where the
     /// reduction is latency-bound; few on a CPU adapter, where every group's
@@ -26,6 +27,11 @@ pub struct MsmConfig {
 /// Chunks start on multiples of this many points, so every binding offset is aligned
 /// (256 points of 32, 96 or 192 bytes are multiples of 256 bytes).
 pub const CHUNK_ALIGN: u64 = 256;
+
+/// Widest window a caller may ask for.
+pub const MAX_WINDOW_BITS: u32 = 22;
+/// Widest window chosen from n.
+pub const AUTO_WINDOW_BITS: u32 = 18;
 
 /// llvmpipe stops shader loops after 65535 iterations. The reduction loop makes two
 /// iterations per bucket plus two per bit of the group offset, so groups stay below this.
@@ -70,13 +76,13 @@ impl MsmPlan {
     ) -> Result<Self> {
         let mut segment = config.segment.unwrap_or(32).clamp(2, 1024);
         let candidates: Vec<u32> = match config.window_bits {
-            Some(c) if (4..=18).contains(&c) => vec![c],
+            Some(c) if (4..=MAX_WINDOW_BITS).contains(&c) => vec![c],
             Some(c) => {
                 return Err(Error::InvalidInput(format!(
-                    "window size {c} bits is outside 4..=18"
+                    "window size {c} bits is outside 4..={MAX_WINDOW_BITS}"
                 )))
             }
-            None => (4..=18).collect(),
+            None => (4..=AUTO_WINDOW_BITS).collect(),
         };
         let windows_of = |c: u32| 256u32.div_ceil(c);
         let buckets_of = |c: u32| (1u32 << (c - 1)) + 1;
@@ -273,12 +279,12 @@ mod tests {
 
     #[test]
     fn reduction_loops_stay_under_llvmpipes_loop_cap() {
-        for c in 4..=18 {
+        for c in 4..=MAX_WINDOW_BITS {
             let config = MsmConfig {
                 window_bits: Some(c),
                 ..Default::default()
             };
-            let plan = MsmPlan::new(1 << 12, 96, 192, 2 * GIB, &config).unwrap();
+            let plan = MsmPlan::new(1 << 12, 96, 192, 8 * GIB, &config).unwrap();
             assert!(
                 (plan.buckets - 1).div_ceil(plan.groups) <= MAX_BUCKETS_PER_GROUP,
                 "{plan:?}"
