@@ -107,8 +107,8 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
         ms(t.elapsed()),
         rayon::current_num_threads()
     );
-    println!("| constraints | batch | devices x workers | synthesis (each circuit; in parallel, beside the proving) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | scalar selection (beside MSM H, L) | assembly | after synthesis | total | GPU-step coverage | bellperson CPU | speed-up | equal | peak RSS |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| constraints | batch | devices x workers | synthesis (each circuit; in parallel, beside the proving) | staging (selection, uploads) | of it: scalar selection | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | assembly | after synthesis | total | GPU-step coverage | bellperson CPU | speed-up | equal | peak RSS |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;
     let timeline = Arc::new(Timeline::new());
     for &log_n in &options.log_n {
@@ -194,13 +194,14 @@ fn print_row(
     let per = |d: Duration| d / report.proofs as u32;
     let each = [
         report.synthesis,
+        report.staging,
+        report.scalar_selection,
         report.h,
         report.msm_h,
         report.msm_l,
         report.msm_a,
         report.msm_b_g1,
         report.msm_b_g2,
-        report.scalar_selection,
         report.assembly,
     ]
     .map(|d| ms(per(d)))

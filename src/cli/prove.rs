@@ -75,9 +75,10 @@ pub fn open_engine(selector: &AdapterSelector, vram_budget: Option<u64>) -> CliR
 }
 
 /// The steps of a proof in the order the prover runs them.
-pub fn stages(report: &ProveReport) -> [(&'static str, Duration); 8] {
+pub fn stages(report: &ProveReport) -> [(&'static str, Duration); 9] {
     [
         ("synthesis", report.synthesis),
+        ("staging (scalar selection, uploads)", report.staging),
         ("H (NTTs)", report.h),
         ("MSM H", report.msm_h),
         ("MSM L", report.msm_l),

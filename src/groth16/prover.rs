@@ -7,12 +7,12 @@
 //! and the engine stays on the CPU from then on.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::Proof;
 use bellperson::Circuit;
-use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use rand_core::{OsRng, RngCore};
@@ -23,7 +23,9 @@ use super::synthesis::ProvingAssignment;
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::pool::BufferPool;
 use crate::gpu::{AdapterSelector, GpuContext};
-use crate::msm::{gpu_disabled_by_env, msm_cpu, MsmConfig, MsmKernels, ResidentBases};
+use crate::msm::{
+    gpu_disabled_by_env, msm_cpu, MsmConfig, MsmKernels, ResidentBases, ScalarSource,
+};
 use crate::ntt::{h_coefficients_cpu, DeviceVector, NttKernels};
 use crate::timeline::Timeline;
 use crate::{Error, Result};
@@ -61,6 +63,10 @@ pub struct GpuEngine {
     g1: MsmKernels<G1>,
     g2: MsmKernels<G2>,
     ntt: NttKernels,
+    /// Held by the worker whose proof is in its staging stage (CPU preparation and uploads).
+    staging: Mutex<()>,
+    /// Held by the worker whose proof is in its compute stage (its kernels and their results).
+    compute: Mutex<()>,
     /// Set after a GPU failure: the remaining steps run on the CPU.
     failed: AtomicBool,
 }
@@ -164,31 +170,16 @@ impl Engine {
             Engine::Cpu => "CPU".into(),
         }
     }
-
-    /// Runs `on_gpu` when a GPU is usable; when it fails (other than on bad input: see
-    /// `Error::is_bad_input`), warns,
-    /// marks the GPU failed and runs `on_cpu`.
-    fn run<T>(
-        &self,
-        step: &str,
-        on_gpu: impl FnOnce(&GpuEngine) -> Result<T>,
-        on_cpu: impl FnOnce() -> Result<T>,
-    ) -> Result<T> {
-        let Some(engine) = self.gpu() else {
-            return on_cpu();
-        };
-        match on_gpu(engine) {
-            Err(e) if !e.is_bad_input() => {
-                log::warn!("GPU failed in {step}, finishing on the CPU: {e}");
-                engine.failed.store(true, Ordering::Relaxed);
-                on_cpu()
-            }
-            ok => ok,
-        }
-    }
 }
 
 impl GpuEngine {
+    /// Marks the GPU failed after `error` in `step`: this and every later proof of the engine
+    /// run on the CPU.
+    fn fail(&self, step: &str, error: &Error) {
+        log::warn!("GPU failed in {step}, finishing on the CPU: {error}");
+        self.failed.store(true, Ordering::Relaxed);
+    }
+
     pub fn gpu(&self) -> &GpuContext {
         &self.gpu
     }
@@ -219,6 +210,8 @@ impl GpuEngine {
             ntt: NttKernels::new(&gpu, wide)?.with_pool(pool.clone()),
             pool,
             gpu,
+            staging: Mutex::new(()),
+            compute: Mutex::new(()),
             failed: AtomicBool::new(false),
         })
     }
@@ -250,10 +243,23 @@ impl ResidentParams {
     }
 }
 
-/// The H polynomial's coefficients: where the H step left them.
-enum HValues {
-    Device(Box<DeviceVector>),
-    Host(Vec<Scalar>),
+/// One proof's scalars on the device: what its staging stage leaves for its compute stage.
+struct StagedProof {
+    /// The H step's a, b, c; the H coefficients land in `a`.
+    h_inputs: [DeviceVector; 3],
+    /// The scalars of the L, A and B MSMs, with their lengths (the vectors are padded).
+    l: (DeviceVector, usize),
+    a: (DeviceVector, usize),
+    b: (DeviceVector, usize),
+}
+
+/// The five MSMs of one proof.
+struct MsmResults {
+    h: G1Projective,
+    l: G1Projective,
+    a: G1Projective,
+    b_g1: G1Projective,
+    b_g2: G2Projective,
 }
 
 /// Which G1 query an MSM runs over.
@@ -282,8 +288,10 @@ pub struct ProveReport {
     pub msm_a: Duration,
     pub msm_b_g1: Duration,
     pub msm_b_g2: Duration,
-    /// Density selection of the A and B scalars, on the CPU while the GPU runs the H and L
-    /// MSMs (so not part of the wall time unless it outlasts them).
+    /// The staging stage on a GPU: selecting the A and B scalars and uploading every scalar
+    /// vector, while another worker's proof may be computing. On the CPU: the selection.
+    pub staging: Duration,
+    /// Density selection of the A and B scalars (part of `staging`, beside the uploads).
     pub scalar_selection: Duration,
     /// The final combination of A, B, C.
     pub assembly: Duration,
@@ -293,6 +301,7 @@ impl ProveReport {
     /// Adds `other`'s step times to these.
     pub fn add(&mut self, other: &ProveReport) {
         self.synthesis += other.synthesis;
+        self.staging += other.staging;
         self.h += other.h;
         self.msm_h += other.msm_h;
         self.msm_l += other.msm_l;
@@ -305,7 +314,8 @@ impl ProveReport {
 
     /// Everything after synthesis.
     pub fn after_synthesis(&self) -> Duration {
-        self.h
+        self.staging
+            + self.h
             + self.msm_h
             + self.msm_l
             + self.msm_a
@@ -497,79 +507,30 @@ impl Prover {
         lane: &str,
         report: &mut ProveReport,
     ) -> Result<Proof<Bls12>> {
-        let ProvingAssignment {
-            a,
-            b,
-            c,
-            input_assignment: inputs,
-            aux_assignment: aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        } = assignment;
-
-        let h = self.step(lane, "H step", &mut report.h, || {
-            self.engine.run(
-                "the H step",
-                |gpu| {
-                    gpu.ntt
-                        .h_on_device(&a, &b, &c)
-                        .map(|h| HValues::Device(Box::new(h)))
-                },
-                || h_coefficients_cpu(&a, &b, &c).map(HValues::Host),
-            )
-        })?;
-
-        // The CPU selects the A and B scalars while the GPU runs the H and L MSMs.
-        // bellperson runs each query as an input and an aux MSM over consecutive bases; one
-        // MSM over the concatenated scalars is the same sum.
-        let (gpu_side, cpu_side) = rayon::join(
-            || -> Result<_> {
-                let (mut h_time, mut l_time) = Default::default();
-                let msm_h = self.step(lane, "MSM H", &mut h_time, || {
-                    self.msm_h(&h, || h_coefficients_cpu(&a, &b, &c))
-                })?;
-                let msm_l =
-                    self.step(lane, "MSM L", &mut l_time, || self.msm_g1(G1Query::L, &aux))?;
-                Ok((msm_h, h_time, msm_l, l_time))
+        let msm = match self.engine.gpu() {
+            Some(gpu) => match self.gpu_steps(gpu, &assignment, lane, report) {
+                Err(e) if !e.is_bad_input() => {
+                    gpu.fail("a proof's GPU steps", &e);
+                    self.cpu_steps(&assignment, lane, report)?
+                }
+                other => other?,
             },
-            || {
-                let t = Instant::now();
-                let a_scalars = concat(&inputs, a_aux_density.select(&aux));
-                let b_scalars =
-                    concat(&b_input_density.select(&inputs), b_aux_density.select(&aux));
-                (a_scalars, b_scalars, t.elapsed())
-            },
-        );
-        let (msm_h, h_time, msm_l, l_time) = gpu_side?;
-        drop((h, a, b, c));
-        let (a_scalars, b_scalars, select_time) = cpu_side;
-        report.msm_h += h_time;
-        report.msm_l += l_time;
-        report.scalar_selection += select_time;
-
-        let msm_a = self.step(lane, "MSM A", &mut report.msm_a, || {
-            self.msm_g1(G1Query::A, &a_scalars)
-        })?;
-        let msm_b_g1 = self.step(lane, "MSM B G1", &mut report.msm_b_g1, || {
-            self.msm_g1(G1Query::BG1, &b_scalars)
-        })?;
-        let msm_b_g2 = self.step(lane, "MSM B G2", &mut report.msm_b_g2, || {
-            self.msm_g2(&b_scalars)
-        })?;
+            None => self.cpu_steps(&assignment, lane, report)?,
+        };
+        drop(assignment);
 
         let vk = &self.params.vk;
         let start = Instant::now();
         // The same terms in the same order as bellperson's native prover.
-        let g_a = vk.delta_g1 * r + vk.alpha_g1 + msm_a;
-        let g_b = vk.delta_g2 * s + vk.beta_g2 + msm_b_g2;
-        let mut g_c = msm_a * s;
-        g_c += msm_b_g1 * r;
+        let g_a = vk.delta_g1 * r + vk.alpha_g1 + msm.a;
+        let g_b = vk.delta_g2 * s + vk.beta_g2 + msm.b_g2;
+        let mut g_c = msm.a * s;
+        g_c += msm.b_g1 * r;
         g_c += vk.delta_g1 * (r * s);
         g_c += vk.alpha_g1 * s;
         g_c += vk.beta_g1 * r;
-        g_c += msm_h;
-        g_c += msm_l;
+        g_c += msm.h;
+        g_c += msm.l;
         let proof = Proof {
             a: g_a.into(),
             b: g_b.into(),
@@ -579,65 +540,179 @@ impl Prover {
         Ok(proof)
     }
 
-    /// The H MSM over the first n - 1 coefficients, read where the H step left them; a GPU
-    /// failure with them on the device recomputes them on the CPU (`recompute`).
-    fn msm_h(
+    /// A proof's heavy steps on the GPU, in two stages under the engine's two locks (supraseal
+    /// -c2's model, ../shared/DESIGN.md §6). Staging: the CPU selects the A and B scalars and
+    /// every scalar vector goes to pooled device buffers; uploads never wait on another
+    /// worker's submissions (gpu/transfer.rs), so this runs while the previous proof
+    /// computes. Compute: the H step and the five MSMs read those buffers; a worker waits only
+    /// on its own submissions, and no other proof's kernels interleave with these.
+    fn gpu_steps(
         &self,
-        h: &HValues,
-        recompute: impl FnOnce() -> Result<Vec<Scalar>>,
+        gpu: &GpuEngine,
+        assignment: &ProvingAssignment,
+        lane: &str,
+        report: &mut ProveReport,
+    ) -> Result<MsmResults> {
+        let staged = {
+            let _staging = hold(&gpu.staging);
+            let start = Instant::now();
+            let staged = self.span(lane, "staging", || {
+                // The selection runs on the thread pool while this thread uploads.
+                let (uploaded, (selected, select_time)) = rayon::join(
+                    || -> Result<_> {
+                        let ProvingAssignment {
+                            a,
+                            b,
+                            c,
+                            aux_assignment,
+                            ..
+                        } = assignment;
+                        Ok((
+                            gpu.ntt.upload_h_inputs(a, b, c)?,
+                            gpu.ntt.upload_scalars(aux_assignment)?,
+                        ))
+                    },
+                    || {
+                        let t = Instant::now();
+                        (select_ab(assignment), t.elapsed())
+                    },
+                );
+                report.scalar_selection += select_time;
+                let (h_inputs, l) = uploaded?;
+                let (a_scalars, b_scalars) = selected;
+                Ok::<_, Error>(StagedProof {
+                    h_inputs,
+                    l: (l, assignment.aux_assignment.len()),
+                    a: (gpu.ntt.upload_scalars(&a_scalars)?, a_scalars.len()),
+                    b: (gpu.ntt.upload_scalars(&b_scalars)?, b_scalars.len()),
+                })
+            })?;
+            report.staging += start.elapsed();
+            staged
+        };
+
+        let _compute = hold(&gpu.compute);
+        let [a, b, c] = &staged.h_inputs;
+        self.step(lane, "H step", &mut report.h, || {
+            gpu.gpu.wait_for(gpu.ntt.h_resident(a, b, c)?)
+        })?;
+        let h = self.step(lane, "MSM H", &mut report.msm_h, || {
+            self.msm_g1_on(gpu, G1Query::H, a.as_scalars(self.params.h.len()))
+        })?;
+        let l = self.step(lane, "MSM L", &mut report.msm_l, || {
+            self.msm_g1_on(gpu, G1Query::L, staged.l.0.as_scalars(staged.l.1))
+        })?;
+        let a = self.step(lane, "MSM A", &mut report.msm_a, || {
+            self.msm_g1_on(gpu, G1Query::A, staged.a.0.as_scalars(staged.a.1))
+        })?;
+        let b_scalars = staged.b.0.as_scalars(staged.b.1);
+        let b_g1 = self.step(lane, "MSM B G1", &mut report.msm_b_g1, || {
+            self.msm_g1_on(gpu, G1Query::BG1, b_scalars)
+        })?;
+        let b_g2 = self.step(lane, "MSM B G2", &mut report.msm_b_g2, || {
+            let bases = &self.params.b_g2[..staged.b.1];
+            match &self.resident {
+                Some(resident) => gpu.g2.msm_from(&resident.b_g2, b_scalars),
+                None => gpu.g2.msm_from(&gpu.g2.upload_bases(bases)?, b_scalars),
+            }
+        })?;
+        Ok(MsmResults {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
+    }
+
+    /// A proof's heavy steps with blstrs and bellperson on the CPU.
+    fn cpu_steps(
+        &self,
+        assignment: &ProvingAssignment,
+        lane: &str,
+        report: &mut ProveReport,
+    ) -> Result<MsmResults> {
+        let (a_scalars, b_scalars) =
+            self.step(lane, "scalar selection", &mut report.staging, || {
+                let t = Instant::now();
+                let selected = select_ab(assignment);
+                report.scalar_selection += t.elapsed();
+                selected
+            });
+        let ProvingAssignment {
+            a,
+            b,
+            c,
+            aux_assignment,
+            ..
+        } = assignment;
+        let h = self.step(lane, "H step", &mut report.h, || {
+            h_coefficients_cpu(a, b, c)
+        })?;
+        let params = &self.params;
+        Ok(MsmResults {
+            h: self.step(lane, "MSM H", &mut report.msm_h, || {
+                msm_cpu::<G1>(&params.h, &h)
+            })?,
+            l: self.step(lane, "MSM L", &mut report.msm_l, || {
+                msm_cpu::<G1>(&params.l, aux_assignment)
+            })?,
+            a: self.step(lane, "MSM A", &mut report.msm_a, || {
+                msm_cpu::<G1>(&params.a, &a_scalars)
+            })?,
+            b_g1: self.step(lane, "MSM B G1", &mut report.msm_b_g1, || {
+                msm_cpu::<G1>(&params.b_g1, &b_scalars)
+            })?,
+            b_g2: self.step(lane, "MSM B G2", &mut report.msm_b_g2, || {
+                msm_cpu::<G2>(&params.b_g2, &b_scalars)
+            })?,
+        })
+    }
+
+    /// A G1 MSM over `query`'s bases (resident, or uploaded for this MSM).
+    fn msm_g1_on(
+        &self,
+        gpu: &GpuEngine,
+        query: G1Query,
+        scalars: ScalarSource<'_>,
     ) -> Result<G1Projective> {
-        let on_device = match h {
-            HValues::Host(h) => return self.msm_g1(G1Query::H, h),
-            HValues::Device(h) => h.as_scalars(self.params.h.len()),
+        let (resident, bases) = match (query, &self.resident) {
+            (G1Query::H, r) => (r.as_ref().map(|r| &r.h), &self.params.h),
+            (G1Query::L, r) => (r.as_ref().map(|r| &r.l), &self.params.l),
+            (G1Query::A, r) => (r.as_ref().map(|r| &r.a), &self.params.a),
+            (G1Query::BG1, r) => (r.as_ref().map(|r| &r.b_g1), &self.params.b_g1),
         };
-        self.engine.run(
-            "the H MSM",
-            |gpu| match &self.resident {
-                Some(resident) => gpu.g1.msm_from(&resident.h, on_device),
-                None => gpu
-                    .g1
-                    .msm_from(&gpu.g1.upload_bases(&self.params.h)?, on_device),
-            },
-            || msm_cpu::<G1>(&self.params.h, &recompute()?),
-        )
+        match resident {
+            Some(resident) => gpu.g1.msm_from(resident, scalars),
+            None => {
+                let bases = bases.get(..scalars.len()).ok_or_else(|| {
+                    Error::InvalidInput(format!("{query:?} has fewer bases than scalars"))
+                })?;
+                gpu.g1.msm_from(&gpu.g1.upload_bases(bases)?, scalars)
+            }
+        }
     }
+}
 
-    fn msm_g1(&self, query: G1Query, scalars: &[Scalar]) -> Result<G1Projective> {
-        let bases: &[G1Affine] = match query {
-            G1Query::H => &self.params.h,
-            G1Query::L => &self.params.l,
-            G1Query::A => &self.params.a,
-            G1Query::BG1 => &self.params.b_g1,
-        };
-        self.engine.run(
-            &format!("the {query:?} MSM"),
-            |gpu| match &self.resident {
-                Some(resident) => {
-                    let on_device = match query {
-                        G1Query::H => &resident.h,
-                        G1Query::L => &resident.l,
-                        G1Query::A => &resident.a,
-                        G1Query::BG1 => &resident.b_g1,
-                    };
-                    gpu.g1.msm(on_device, scalars)
-                }
-                None => gpu.g1.msm_once(bases, scalars),
-            },
-            || msm_cpu::<G1>(bases, scalars),
-        )
-    }
+/// The A scalars (inputs, then the aux in A's density) and the B scalars (inputs and aux in
+/// B's densities). bellperson runs each query as an input and an aux MSM over consecutive
+/// bases; one MSM over the concatenated scalars is the same sum.
+fn select_ab(assignment: &ProvingAssignment) -> (Vec<Scalar>, Vec<Scalar>) {
+    let (inputs, aux) = (&assignment.input_assignment, &assignment.aux_assignment);
+    rayon::join(
+        || concat(inputs, assignment.a_aux_density.select(aux)),
+        || {
+            concat(
+                &assignment.b_input_density.select(inputs),
+                assignment.b_aux_density.select(aux),
+            )
+        },
+    )
+}
 
-    fn msm_g2(&self, scalars: &[Scalar]) -> Result<G2Projective> {
-        let bases: &[G2Affine] = &self.params.b_g2;
-        self.engine.run(
-            "the B (G2) MSM",
-            |gpu| match &self.resident {
-                Some(resident) => gpu.g2.msm(&resident.b_g2, scalars),
-                None => gpu.g2.msm_once(bases, scalars),
-            },
-            || msm_cpu::<G2>(bases, scalars),
-        )
-    }
+/// Locks a stage's mutex (a poisoned one still serializes: it guards no data).
+fn hold(stage: &Mutex<()>) -> MutexGuard<'_, ()> {
+    stage.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// `head` then `tail`, in one allocation.

@@ -561,14 +561,31 @@ impl NttKernels {
     /// [`h_coefficients`](Self::h_coefficients) left on the device (all n of them; the
     /// prover's MSM takes the first n - 1), for the H MSM to read without a round trip.
     pub fn h_on_device(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<DeviceVector> {
+        let [da, db, dc] = self.upload_h_inputs(a, b, c)?;
+        self.h_resident(&da, &db, &dc)?;
+        Ok(da)
+    }
+
+    /// a, b, c (equal lengths) uploaded at the H step's size, for [`h_resident`](Self::h_resident).
+    pub fn upload_h_inputs(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Result<[DeviceVector; 3]> {
         let log_n = h_domain(a, b, c)?.trailing_zeros();
-        let (da, db, dc) = (
+        Ok([
             self.upload(a, log_n)?,
             self.upload(b, log_n)?,
             self.upload(c, log_n)?,
-        );
-        self.h_resident(&da, &db, &dc)?;
-        Ok(da)
+        ])
+    }
+
+    /// `values` uploaded at the next power-of-two size (zero-padded): an MSM's scalars, read
+    /// through [`DeviceVector::as_scalars`].
+    pub fn upload_scalars(&self, values: &[Scalar]) -> Result<DeviceVector> {
+        let log_n = values.len().max(1).next_power_of_two().trailing_zeros();
+        self.upload(values, log_n)
     }
 
     /// The H step on vectors already on the device (one size): leaves the n coefficients in
