@@ -27,9 +27,9 @@ pub trait GpuCurve: Send + Sync + 'static {
     const NAME: &'static str;
     /// The MSM program built over this curve's coordinate field.
     const MSM_PROGRAM: Program;
-    /// Default sorted entries per MSM accumulation thread, measured on the H200 (accumulation
-    /// pass): G1 is flat over 16..64; G2 at 2^20 took 78 ms with 16, 324 ms with 32 and
-    /// 179 ms with 64, and at 2^22 597 ms with 8 against 1016 ms with 16.
+    /// Default sorted entries per MSM accumulation thread, measured on the H200: G1 is flat
+    /// over 16..64; G2 at 2^22 (since the in-place point addition, 7d7f2d8) took 356 ms with
+    /// 16, 386 ms with 8 (4 chunks) and 919 ms with 4.
     const SEGMENT: u32;
 
     /// Bytes of one affine point on the GPU (two coordinates).
@@ -126,7 +126,7 @@ impl GpuCurve for G2 {
     type Base = Fp2;
     const NAME: &'static str = "g2";
     const MSM_PROGRAM: Program = Program::MsmG2;
-    const SEGMENT: u32 = 8;
+    const SEGMENT: u32 = 16;
 
     fn affine_bytes(points: &[G2Affine]) -> &[u8] {
         bytes_of(points)

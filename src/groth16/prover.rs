@@ -26,7 +26,7 @@ use crate::gpu::{AdapterSelector, GpuContext};
 use crate::msm::{
     gpu_disabled_by_env, msm_cpu, MsmConfig, MsmKernels, ResidentBases, ScalarSource,
 };
-use crate::ntt::{h_coefficients_cpu, DeviceVector, NttKernels};
+use crate::ntt::{h_coefficients_cpu, NttKernels};
 use crate::timeline::Timeline;
 use crate::{Error, Result};
 
@@ -243,16 +243,6 @@ impl ResidentParams {
     }
 }
 
-/// One proof's scalars on the device: what its staging stage leaves for its compute stage.
-struct StagedProof {
-    /// The H step's a, b, c; the H coefficients land in `a`.
-    h_inputs: [DeviceVector; 3],
-    /// The scalars of the L, A and B MSMs, with their lengths (the vectors are padded).
-    l: (DeviceVector, usize),
-    a: (DeviceVector, usize),
-    b: (DeviceVector, usize),
-}
-
 /// The five MSMs of one proof.
 struct MsmResults {
     h: G1Projective,
@@ -288,10 +278,11 @@ pub struct ProveReport {
     pub msm_a: Duration,
     pub msm_b_g1: Duration,
     pub msm_b_g2: Duration,
-    /// The staging stage on a GPU: selecting the A and B scalars and uploading every scalar
-    /// vector, while another worker's proof may be computing. On the CPU: the selection.
+    /// The staging stage on a GPU: uploading a, b, c and the L scalars, while another
+    /// worker's proof may be computing. On the CPU: selecting the A and B scalars.
     pub staging: Duration,
-    /// Density selection of the A and B scalars (part of `staging`, beside the uploads).
+    /// Selecting the A and B scalars on the CPU (and, on a GPU, uploading them) beside the H
+    /// step and the H and L MSMs: not part of the wall time unless it outlasts them.
     pub scalar_selection: Duration,
     /// The final combination of A, B, C.
     pub assembly: Duration,
@@ -541,11 +532,16 @@ impl Prover {
     }
 
     /// A proof's heavy steps on the GPU, in two stages under the engine's two locks (supraseal
-    /// -c2's model, ../shared/DESIGN.md §6). Staging: the CPU selects the A and B scalars and
-    /// every scalar vector goes to pooled device buffers; uploads never wait on another
-    /// worker's submissions (gpu/transfer.rs), so this runs while the previous proof
-    /// computes. Compute: the H step and the five MSMs read those buffers; a worker waits only
-    /// on its own submissions, and no other proof's kernels interleave with these.
+    /// -c2's model, ../shared/DESIGN.md §6). Staging: a, b, c and the L scalars go to pooled
+    /// device buffers; uploads never wait on another worker's submissions
+    /// (gpu/transfer.rs), so this runs while the previous proof computes. Compute: the H step
+    /// and the five MSMs read those buffers, no other proof's kernels in between; a worker
+    /// waits only on its own submissions.
+    ///
+    /// The A and B scalars are selected (CPU) and uploaded during the compute stage, beside
+    /// the H step and the H and L MSMs, which outlast it: selecting them in the staging stage
+    /// instead made one worker 1.5x slower per proof and two workers no faster (H200,
+    /// BENCHMARKS.md).
     fn gpu_steps(
         &self,
         gpu: &GpuEngine,
@@ -553,67 +549,70 @@ impl Prover {
         lane: &str,
         report: &mut ProveReport,
     ) -> Result<MsmResults> {
-        let staged = {
+        let (h_inputs, l_scalars) = {
             let _staging = hold(&gpu.staging);
-            let start = Instant::now();
-            let staged = self.span(lane, "staging", || {
-                // The selection runs on the thread pool while this thread uploads.
-                let (uploaded, (selected, select_time)) = rayon::join(
-                    || -> Result<_> {
-                        let ProvingAssignment {
-                            a,
-                            b,
-                            c,
-                            aux_assignment,
-                            ..
-                        } = assignment;
-                        Ok((
-                            gpu.ntt.upload_h_inputs(a, b, c)?,
-                            gpu.ntt.upload_scalars(aux_assignment)?,
-                        ))
-                    },
-                    || {
-                        let t = Instant::now();
-                        (select_ab(assignment), t.elapsed())
-                    },
-                );
-                report.scalar_selection += select_time;
-                let (h_inputs, l) = uploaded?;
-                let (a_scalars, b_scalars) = selected;
-                Ok::<_, Error>(StagedProof {
-                    h_inputs,
-                    l: (l, assignment.aux_assignment.len()),
-                    a: (gpu.ntt.upload_scalars(&a_scalars)?, a_scalars.len()),
-                    b: (gpu.ntt.upload_scalars(&b_scalars)?, b_scalars.len()),
-                })
-            })?;
-            report.staging += start.elapsed();
-            staged
+            self.step(lane, "staging", &mut report.staging, || -> Result<_> {
+                let ProvingAssignment {
+                    a,
+                    b,
+                    c,
+                    aux_assignment,
+                    ..
+                } = assignment;
+                Ok((
+                    gpu.ntt.upload_h_inputs(a, b, c)?,
+                    gpu.ntt.upload_scalars(aux_assignment)?,
+                ))
+            })?
         };
 
         let _compute = hold(&gpu.compute);
-        let [a, b, c] = &staged.h_inputs;
-        self.step(lane, "H step", &mut report.h, || {
-            gpu.gpu.wait_for(gpu.ntt.h_resident(a, b, c)?)
-        })?;
-        let h = self.step(lane, "MSM H", &mut report.msm_h, || {
-            self.msm_g1_on(gpu, G1Query::H, a.as_scalars(self.params.h.len()))
-        })?;
-        let l = self.step(lane, "MSM L", &mut report.msm_l, || {
-            self.msm_g1_on(gpu, G1Query::L, staged.l.0.as_scalars(staged.l.1))
-        })?;
+        let [a, b, c] = &h_inputs;
+        let cpu_lane = format!("{lane} CPU");
+        let (gpu_side, cpu_side) = rayon::join(
+            || -> Result<_> {
+                self.step(lane, "H step", &mut report.h, || {
+                    gpu.gpu.wait_for(gpu.ntt.h_resident(a, b, c)?)
+                })?;
+                let h = self.step(lane, "MSM H", &mut report.msm_h, || {
+                    self.msm_g1_on(gpu, G1Query::H, a.as_scalars(self.params.h.len()))
+                })?;
+                let l = self.step(lane, "MSM L", &mut report.msm_l, || {
+                    let len = assignment.aux_assignment.len();
+                    self.msm_g1_on(gpu, G1Query::L, l_scalars.as_scalars(len))
+                })?;
+                Ok((h, l))
+            },
+            || -> Result<_> {
+                let t = Instant::now();
+                let selected = self.span(&cpu_lane, "scalar selection", || -> Result<_> {
+                    let (a_scalars, b_scalars) = select_ab(assignment);
+                    Ok((
+                        (gpu.ntt.upload_scalars(&a_scalars)?, a_scalars.len()),
+                        (gpu.ntt.upload_scalars(&b_scalars)?, b_scalars.len()),
+                    ))
+                });
+                Ok((selected?, t.elapsed()))
+            },
+        );
+        let (h, l) = gpu_side?;
+        let (((a_vector, a_len), (b_vector, b_len)), select_time) = cpu_side?;
+        report.scalar_selection += select_time;
+
         let a = self.step(lane, "MSM A", &mut report.msm_a, || {
-            self.msm_g1_on(gpu, G1Query::A, staged.a.0.as_scalars(staged.a.1))
+            self.msm_g1_on(gpu, G1Query::A, a_vector.as_scalars(a_len))
         })?;
-        let b_scalars = staged.b.0.as_scalars(staged.b.1);
+        let b_scalars = b_vector.as_scalars(b_len);
         let b_g1 = self.step(lane, "MSM B G1", &mut report.msm_b_g1, || {
             self.msm_g1_on(gpu, G1Query::BG1, b_scalars)
         })?;
         let b_g2 = self.step(lane, "MSM B G2", &mut report.msm_b_g2, || {
-            let bases = &self.params.b_g2[..staged.b.1];
             match &self.resident {
                 Some(resident) => gpu.g2.msm_from(&resident.b_g2, b_scalars),
-                None => gpu.g2.msm_from(&gpu.g2.upload_bases(bases)?, b_scalars),
+                None => {
+                    let bases = &self.params.b_g2[..b_len];
+                    gpu.g2.msm_from(&gpu.g2.upload_bases(bases)?, b_scalars)
+                }
             }
         })?;
         Ok(MsmResults {

@@ -31,7 +31,7 @@ pub const CHUNK_ALIGN: u64 = 256;
 /// Widest window a caller may ask for.
 pub const MAX_WINDOW_BITS: u32 = 22;
 /// Widest window chosen from n.
-pub const AUTO_WINDOW_BITS: u32 = 18;
+pub const AUTO_WINDOW_BITS: u32 = 20;
 
 /// llvmpipe stops shader loops after 65535 iterations. The reduction loop makes two
 /// iterations per bucket plus two per bit of the group offset, so groups stay below this.
@@ -86,15 +86,19 @@ impl MsmPlan {
         };
         let windows_of = |c: u32| 256u32.div_ceil(c);
         let buckets_of = |c: u32| (1u32 << (c - 1)) + 1;
-        // Accumulation touches every (point, window); the reduction every bucket twice.
-        let cost = |c: u32| windows_of(c) as u64 * (n as u64 + 2 * buckets_of(c) as u64);
+        // Accumulation adds every (point, window) once; the reduction (and merging chunks)
+        // costs about four such additions per bucket (H200, 2026-11-30: G1 2^24 at 18, 19,
+        // 20 bits and 2^22 at 16 to 20 bits, BENCHMARKS.md).
+        let cost = |c: u32| windows_of(c) as u64 * (n as u64 + 4 * buckets_of(c) as u64);
+        let bucket_bytes = |c: u32| windows_of(c) as u64 * buckets_of(c) as u64 * xyzz_bytes;
+        let smallest = *candidates.first().expect("never empty");
         let window_bits = candidates
             .into_iter()
-            .filter(|&c| windows_of(c) as u64 * buckets_of(c) as u64 * xyzz_bytes <= binding_limit)
+            .filter(|&c| bucket_bytes(c) <= binding_limit)
             .min_by_key(|&c| (cost(c), c))
             .ok_or(Error::TooLarge {
-                what: "the MSM bucket array at the smallest window",
-                needed: windows_of(4) as u64 * buckets_of(4) as u64 * xyzz_bytes,
+                what: "the MSM bucket array at the smallest window allowed",
+                needed: bucket_bytes(smallest),
                 limit: binding_limit,
             })?;
         let windows = windows_of(window_bits);
