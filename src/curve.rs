@@ -28,8 +28,9 @@ pub trait GpuCurve: Send + Sync + 'static {
     /// The MSM program built over this curve's coordinate field.
     const MSM_PROGRAM: Program;
     /// Default sorted entries per MSM accumulation thread, measured on the H200: G1 is flat
-    /// over 16..64; G2 at 2^22 (since the in-place point addition, 7d7f2d8) took 356 ms with
-    /// 16, 386 ms with 8 (4 chunks) and 919 ms with 4.
+    /// over 16..128 (64 keeps 2^24 points in one chunk under a 2 GiB binding limit); G2 at
+    /// 2^22 (since the in-place point addition, 7d7f2d8) took 356 ms with 16, 386 ms with 8
+    /// (4 chunks) and 919 ms with 4.
     const SEGMENT: u32;
 
     /// Bytes of one affine point on the GPU (two coordinates).
@@ -104,7 +105,7 @@ impl GpuCurve for G1 {
     type Base = Fp;
     const NAME: &'static str = "g1";
     const MSM_PROGRAM: Program = Program::MsmG1;
-    const SEGMENT: u32 = 32;
+    const SEGMENT: u32 = 64;
 
     fn affine_bytes(points: &[G1Affine]) -> &[u8] {
         bytes_of(points)

@@ -53,15 +53,19 @@ pub struct MsmPlan {
     pub level_bounds: Vec<u64>,
 }
 
-/// Bytes of the per-chunk buffers that grow with the chunk, per point.
-fn bytes_per_point(windows: u32, segment: u32, affine: u64, xyzz: u64) -> [u64; 4] {
-    let entries = windows as u64;
-    [
-        32,                                                // scalars
-        affine,                                            // bases
-        8 * entries,                                       // sorted (key, base)
-        (2 * entries).div_ceil(segment as u64) * xyzz + 1, // level-1 partials
-    ]
+/// Points per chunk that fit `limit` bytes in every per-chunk buffer: scalars (32 bytes a
+/// point), bases, sorted entries (8 bytes per window) and the level-1 partials (two slots of
+/// `xyzz` bytes per segment of entries, so a fraction of a slot per point).
+fn points_fitting(limit: u64, windows: u32, segment: u32, affine: u64, xyzz: u64) -> u64 {
+    let linear = [32, affine, 8 * windows as u64]
+        .into_iter()
+        .map(|per_point| limit / per_point)
+        .min()
+        .unwrap_or(0);
+    // 2 * ceil(points * windows / segment) slots must fit: a whole segment per slot pair.
+    let segments = (limit / xyzz) / 2;
+    let partials = segments.saturating_mul(segment as u64) / windows as u64;
+    linear.min(partials)
 }
 
 impl MsmPlan {
@@ -106,17 +110,12 @@ impl MsmPlan {
 
         // The partial sums shrink as segments grow: under a tight limit, grow the segment
         // until a chunk of 256 points fits.
-        let widest_of = |segment| {
-            bytes_per_point(windows, segment, affine_bytes, xyzz_bytes)
-                .into_iter()
-                .max()
-                .unwrap_or(1)
-        };
-        while binding_limit / widest_of(segment) < CHUNK_ALIGN.min(n as u64) && segment < 1024 {
+        let fitting =
+            |segment| points_fitting(binding_limit, windows, segment, affine_bytes, xyzz_bytes);
+        while fitting(segment) < CHUNK_ALIGN.min(n as u64) && segment < 1024 {
             segment *= 2;
         }
-        let widest = widest_of(segment);
-        let fit = binding_limit / widest;
+        let fit = fitting(segment);
         let chunk = if fit >= n as u64 {
             n
         } else if fit >= CHUNK_ALIGN {
@@ -124,7 +123,7 @@ impl MsmPlan {
         } else {
             return Err(Error::TooLarge {
                 what: "an MSM chunk of 256 points",
-                needed: CHUNK_ALIGN * widest,
+                needed: CHUNK_ALIGN * binding_limit / fit.max(1),
                 limit: binding_limit,
             });
         };
