@@ -199,8 +199,8 @@ enum BenchCommand {
         /// Write a Chrome / Perfetto trace of every stage of every batch to this file.
         #[arg(long)]
         trace: Option<PathBuf>,
-        /// Proofs in flight per device; a comma list runs each.
-        #[arg(long, value_delimiter = ',', default_value = "1")]
+        /// Proofs in flight per device; a comma list runs each (default: the prover's, 2).
+        #[arg(long, value_delimiter = ',', default_value = "2")]
         workers: Vec<usize>,
         /// Spread each batch over the best N adapters of the selection.
         #[arg(long, default_value_t = 1)]

@@ -6,6 +6,7 @@ pub mod pipeline_cache;
 pub mod pool;
 pub mod shader;
 mod transfer;
+pub mod waits;
 
 pub use context::{AdapterSelector, Capabilities, GpuContext};
 pub use shader::{Binding, Program, WideMul};
@@ -312,6 +313,7 @@ impl GpuContext {
 
     /// Waits for one submission (not the whole device) to finish.
     pub fn wait_for(&self, submission: wgpu::SubmissionIndex) -> Result<()> {
+        waits::record();
         self.device
             .poll(wgpu::PollType::Wait {
                 submission_index: Some(submission),

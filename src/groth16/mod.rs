@@ -15,5 +15,5 @@ pub mod synthesis;
 pub use params::{PointCheck, ProvingParameters};
 pub use prover::{
     prove, prove_batch, prove_batch_random, prove_random, Backend, ProveReport, Prover,
-    ProverConfig,
+    ProverConfig, DEFAULT_WORKERS,
 };

@@ -22,7 +22,7 @@ use super::params::ProvingParameters;
 use super::synthesis::ProvingAssignment;
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::pool::BufferPool;
-use crate::gpu::{AdapterSelector, GpuContext};
+use crate::gpu::{waits, AdapterSelector, GpuContext};
 use crate::msm::{
     gpu_disabled_by_env, msm_cpu, MsmConfig, MsmKernels, ResidentBases, ScalarSource,
 };
@@ -316,6 +316,12 @@ impl ProveReport {
     }
 }
 
+/// Proofs of a batch in flight per device unless [`Prover::with_workers`] says otherwise.
+/// H200, 2^22 constraints, batches of 30: two workers keep the GPU busy between compute
+/// stages 93-99% of the time against 76-81% with one, for 1.07-1.11x the throughput; a third
+/// adds nothing (BENCHMARKS.md).
+pub const DEFAULT_WORKERS: usize = 2;
+
 /// Proves circuits with one parameter set, keeping the bases on the device across proofs.
 pub struct Prover {
     params: ProvingParameters,
@@ -356,7 +362,7 @@ impl Prover {
             resident: None,
             resident_bytes: 0,
             timeline: None,
-            workers: 1,
+            workers: DEFAULT_WORKERS,
         };
         let Some(gpu) = prover.engine.gpu() else {
             return Ok(prover);
@@ -463,7 +469,7 @@ impl Prover {
     }
 
     /// Proves up to `workers` circuits of a batch at a time on this prover's device (at
-    /// least one): while one waits for the GPU, another's CPU side runs.
+    /// least one; [`DEFAULT_WORKERS`] unless set): while one proof computes, the next stages.
     pub fn with_workers(mut self, workers: usize) -> Self {
         self.workers = workers.max(1);
         self
@@ -551,6 +557,7 @@ impl Prover {
     ) -> Result<MsmResults> {
         let (h_inputs, l_scalars) = {
             let _staging = hold(&gpu.staging);
+            let _stage = waits::enter("staging");
             self.step(lane, "staging", &mut report.staging, || -> Result<_> {
                 let ProvingAssignment {
                     a,
@@ -567,6 +574,7 @@ impl Prover {
         };
 
         let _compute = hold(&gpu.compute);
+        let _stage = waits::enter("compute");
         let [a, b, c] = &h_inputs;
         let cpu_lane = format!("{lane} CPU");
         let (gpu_side, cpu_side) = rayon::join(
