@@ -514,7 +514,9 @@ impl Prover {
             },
             None => self.cpu_steps(&assignment, lane, report)?,
         };
-        drop(assignment);
+        // Unmapping a proof's host vectors (~0.5 GB at 2^22) took 33 ms on the H200 host:
+        // done off this worker, whose next proof can start now.
+        rayon::spawn(move || drop(assignment));
 
         let vk = &self.params.vk;
         let start = Instant::now();
