@@ -78,7 +78,7 @@ pub fn open_engine(selector: &AdapterSelector, vram_budget: Option<u64>) -> CliR
 pub fn stages(report: &ProveReport) -> [(&'static str, Duration); 9] {
     [
         ("synthesis", report.synthesis),
-        ("staging (uploads; CPU: selection)", report.staging),
+        ("staging", report.staging),
         ("H (NTTs)", report.h),
         ("MSM H", report.msm_h),
         ("MSM L", report.msm_l),
