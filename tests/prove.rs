@@ -305,9 +305,15 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
     }
 }
 
-/// A GPU engine whose pooled buffers and resident bases must fit 200 KiB (its own device:
-/// the pool accounting of the shared engine is shared with the other tests), and a guard
-/// that keeps the tests using it from running at once (they read its pool's accounting).
+/// The budget of `budget_engine`. On lavapipe one FilecoinLike proof at domain 2^10 needs
+/// ~6.1 MiB (MSM workspaces 5.9 MiB, vectors 192 KiB) and its bases 432 KiB more, so they are
+/// not resident; at 2^12 a proof needs ~16.6 MiB (`GpuEngine::proof_bytes` gives each).
+const BUDGET: u64 = 6656 << 10;
+
+/// A GPU engine whose pooled buffers, MSM workspaces and resident bases must fit [`BUDGET`]
+/// (its own device: the pool accounting of the shared engine is shared with the other
+/// tests), and a guard that keeps the tests using it from running at once (they read its
+/// pool's accounting).
 fn budget_engine() -> Option<(Arc<Engine>, std::sync::MutexGuard<'static, ()>)> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     static ENGINE: OnceLock<Option<Arc<Engine>>> = OnceLock::new();
@@ -315,7 +321,7 @@ fn budget_engine() -> Option<(Arc<Engine>, std::sync::MutexGuard<'static, ()>)> 
         .get_or_init(|| {
             let gpu = common::gpu(common::Target::Native)?;
             let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
-            let engine = Engine::on_device_within(own, MsmConfig::default(), Some(200 << 10));
+            let engine = Engine::on_device_within(own, MsmConfig::default(), Some(BUDGET));
             Some(Arc::new(engine.unwrap()))
         })
         .clone()
@@ -330,13 +336,20 @@ fn a_vram_budget_below_one_proof_is_refused() {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
-    // Domain 2^12: a, b, c need 384 KiB.
     let params = params_for(FilecoinLike::blank(12).unwrap(), 13);
-    let err = Prover::with_engine(&params, engine, None)
+    let Engine::Gpu(gpu) = engine.as_ref() else {
+        unreachable!("a GPU engine")
+    };
+    let (per_proof, workspaces) = gpu.proof_bytes(&params.clone().into()).unwrap();
+    assert!(
+        per_proof + workspaces > BUDGET,
+        "the test needs a proof over the budget"
+    );
+    let err = Prover::with_engine(&params, engine.clone(), None)
         .err()
         .expect("over budget");
     assert!(
-        matches!(err, Error::VramBudget { needed, budget, .. } if needed == 3 << 17 && budget == 200 << 10),
+        matches!(err, Error::VramBudget { needed, budget, .. } if needed == per_proof + workspaces && budget == BUDGET),
         "{err}"
     );
 }
@@ -346,9 +359,22 @@ fn bases_over_the_budget_are_uploaded_per_msm_and_proofs_still_equal_bellperson(
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
-    // Domain 2^10: a, b, c need 96 KiB; the bases (~440 KB) do not fit beside them.
     let params = params_for(FilecoinLike::blank(10).unwrap(), 14);
-    let prover = Prover::with_engine(&params, engine, None).unwrap();
+    let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+    let Engine::Gpu(gpu) = engine.as_ref() else {
+        unreachable!("a GPU engine")
+    };
+    assert_eq!(
+        gpu.pool().stats().allocated_bytes,
+        0,
+        "the bases should not fit beside one proof's buffers"
+    );
+    // As many proofs in flight as the budget holds beside the MSM workspaces.
+    let (per_proof, workspaces) = gpu.proof_bytes(&params.clone().into()).unwrap();
+    let fitting = ((BUDGET - workspaces) / per_proof) as usize;
+    assert!((1..8).contains(&fitting), "{fitting}");
+    let prover = prover.with_workers(8);
+    assert_eq!(prover.workers(), fitting);
     let circuit = FilecoinLike::new(10, 3).unwrap();
     let (r, s) = (Scalar::random(rng(80)), Scalar::random(rng(81)));
     let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
@@ -377,7 +403,12 @@ fn the_pool_does_not_grow_over_fifty_proofs() {
             .unwrap();
         assert_eq!(proof_bytes(&proof), proof_bytes(&expected));
         let allocated = gpu.pool().stats().allocated_bytes;
-        assert!(allocated <= 200 << 10);
+        assert!(allocated <= BUDGET);
+        // This proof's vectors are a few hundred bytes; its MSM workspaces ~0.6 MiB.
+        assert!(
+            allocated > 256 << 10,
+            "the MSM workspaces count against the budget: {allocated}"
+        );
         assert_eq!(
             *after_first.get_or_insert(allocated),
             allocated,

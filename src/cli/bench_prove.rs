@@ -160,7 +160,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
                     (None, None)
                 };
                 all_equal &= equal != Some(false);
-                let layout = format!("{} x {workers}", provers.len());
+                let layout = format!("{} x {}", provers.len(), provers[0].workers());
                 print_row(&report, &layout, total, coverage, cpu, equal);
             }
         }

@@ -27,6 +27,18 @@ struct PoolState {
     in_flight: Vec<(wgpu::Buffer, wgpu::SubmissionIndex)>,
 }
 
+/// Bytes counted against a pool's budget for memory it does not own; released on drop.
+pub struct Reservation {
+    pool: BufferPool,
+    bytes: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.pool.release_aside(self.bytes);
+    }
+}
+
 /// What the pool holds, for tests and logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolStats {
@@ -95,17 +107,52 @@ impl BufferPool {
                 state.allocated += size;
                 return Ok(buffer);
             }
-            // Over budget with nothing free: wait for the oldest buffer in flight.
-            let Some(oldest) = state.in_flight.first().map(|(_, fence)| fence.clone()) else {
-                return Err(Error::VramBudget {
-                    what: what.to_string(),
-                    needed: state.allocated + size,
-                    budget: self.budget,
-                });
-            };
-            drop(state);
-            self.gpu.wait_for(oldest)?;
+            self.wait_for_oldest(state, what, size)?;
         }
+    }
+
+    /// Counts `bytes` the caller allocates itself (an MSM workspace) against the budget,
+    /// waiting for buffers in flight as [`take`](Self::take) does, until the reservation
+    /// drops.
+    pub fn reserve(&self, what: &str, bytes: u64) -> Result<Reservation> {
+        if bytes > self.budget {
+            return Err(Error::VramBudget {
+                what: what.to_string(),
+                needed: bytes,
+                budget: self.budget,
+            });
+        }
+        loop {
+            let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            self.collect_finished(&mut state)?;
+            if make_room(&mut state, bytes, self.budget) {
+                state.allocated += bytes;
+                return Ok(Reservation {
+                    pool: self.clone(),
+                    bytes,
+                });
+            }
+            self.wait_for_oldest(state, what, bytes)?;
+        }
+    }
+
+    /// Over budget with nothing free: waits for the oldest buffer in flight (on its own
+    /// fence), or fails when none is in flight (the rest is taken).
+    fn wait_for_oldest(
+        &self,
+        state: std::sync::MutexGuard<'_, PoolState>,
+        what: &str,
+        bytes: u64,
+    ) -> Result<()> {
+        let Some(oldest) = state.in_flight.first().map(|(_, fence)| fence.clone()) else {
+            return Err(Error::VramBudget {
+                what: what.to_string(),
+                needed: state.allocated + bytes,
+                budget: self.budget,
+            });
+        };
+        drop(state);
+        self.gpu.wait_for(oldest)
     }
 
     /// Counts `bytes` held outside the pool (resident bases) against the budget, if they fit

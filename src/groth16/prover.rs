@@ -49,9 +49,10 @@ pub struct ProverConfig {
     pub backend: Backend,
     /// MSM tuning and limits (lower `max_binding_bytes` to exercise chunking).
     pub msm: MsmConfig,
-    /// Device memory for the parameters' bases and the buffers the prover pools (the NTT
-    /// vectors of one proof; the MSM workspaces are not counted yet). Bases stay resident only
-    /// if they fit beside one proof's buffers; a budget below one proof's buffers is an error.
+    /// Device memory for everything the prover allocates: the parameters' bases, the
+    /// buffers it pools (each proof's NTT vectors and scalars) and the MSM workspaces. Bases
+    /// stay resident only if they fit beside one proof's buffers; a budget below one proof's
+    /// buffers is an error; fewer workers run at once if the budget holds fewer proofs.
     /// `None`: no limit but the device's.
     pub vram_budget: Option<u64>,
 }
@@ -201,12 +202,37 @@ impl GpuEngine {
         &self.pool
     }
 
+    /// Device bytes of one proof with `params`: what it takes from the pool (the H step's a,
+    /// b, c and the L, A, B scalar vectors, each padded to a power of two), and the MSM
+    /// workspaces the kernels keep (two G1, one G2) beside the pool's buffers.
+    pub fn proof_bytes(&self, params: &ProvingParameters) -> Result<(u64, u64)> {
+        let padded = |n: usize| (n.max(1) as u64).next_power_of_two() * 32;
+        let per_proof = 3 * padded(params.h.len() + 1)
+            + padded(params.l.len())
+            + padded(params.a.len())
+            + padded(params.b_g1.len());
+        let g1_len = [
+            params.h.len(),
+            params.l.len(),
+            params.a.len(),
+            params.b_g1.len(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let g1 = self.g1.plan(g1_len.max(1))?;
+        let g2 = self.g2.plan(params.b_g2.len().max(1))?;
+        let workspaces = 2 * g1.workspace_bytes(G1::XYZZ_BYTES as u64)
+            + g2.workspace_bytes(G2::XYZZ_BYTES as u64);
+        Ok((per_proof, workspaces))
+    }
+
     fn new(gpu: GpuContext, msm: MsmConfig, vram_budget: Option<u64>) -> Result<Self> {
         let wide = gpu.preferred_wide_mul();
         let pool = BufferPool::new(&gpu, vram_budget.unwrap_or(u64::MAX));
         Ok(GpuEngine {
-            g1: MsmKernels::new(&gpu, wide, msm.clone())?,
-            g2: MsmKernels::new(&gpu, wide, msm)?,
+            g1: MsmKernels::new(&gpu, wide, msm.clone())?.with_pool(pool.clone()),
+            g2: MsmKernels::new(&gpu, wide, msm)?.with_pool(pool.clone()),
             ntt: NttKernels::new(&gpu, wide)?.with_pool(pool.clone()),
             pool,
             gpu,
@@ -368,18 +394,17 @@ impl Prover {
             return Ok(prover);
         };
         let pool = gpu.pool();
-        // One proof's NTT vectors a, b, c, at the parameters' domain.
-        let per_proof = 3 * (prover.params.h.len() as u64 + 1).next_power_of_two() * 32;
-        if per_proof > pool.budget() {
+        let (per_proof, workspaces) = gpu.proof_bytes(&prover.params)?;
+        if per_proof + workspaces > pool.budget() {
             return Err(Error::VramBudget {
-                what: "one proof's NTT vectors (a, b, c)".into(),
-                needed: per_proof,
+                what: "one proof's buffers (NTT vectors, scalars, MSM workspaces)".into(),
+                needed: per_proof + workspaces,
                 budget: pool.budget(),
             });
         }
         let bytes = ResidentParams::bytes(&prover.params);
         let fits = resident_bases_budget.is_none_or(|budget| bytes <= budget)
-            && bytes + per_proof <= pool.budget()
+            && bytes + per_proof + workspaces <= pool.budget()
             && pool.set_aside(bytes);
         if !fits {
             log::info!("bases ({bytes} bytes) over the VRAM budget: uploaded per MSM");
@@ -475,8 +500,28 @@ impl Prover {
         self
     }
 
+    /// Proofs in flight at once: the workers asked for, fewer if the VRAM budget holds fewer
+    /// proofs' buffers beside the resident bases and the MSM workspaces.
     pub fn workers(&self) -> usize {
-        self.workers
+        let Some(gpu) = self.engine.gpu() else {
+            return self.workers;
+        };
+        let budget = gpu.pool().budget();
+        if budget == u64::MAX {
+            return self.workers;
+        }
+        let Ok((per_proof, workspaces)) = gpu.proof_bytes(&self.params) else {
+            return self.workers;
+        };
+        let room = budget.saturating_sub(self.resident_bytes + workspaces);
+        let fitting = (room / per_proof.max(1)).max(1) as usize;
+        if fitting < self.workers {
+            log::info!(
+                "{} workers asked for, {fitting} fit the VRAM budget of {budget} bytes",
+                self.workers
+            );
+        }
+        self.workers.min(fitting)
     }
 
     /// Runs one step of a proof on `lane`: its time goes to `slot` and the timeline.

@@ -14,6 +14,7 @@ pub use plan::{MsmConfig, MsmPlan};
 use crate::curve::{GpuCurve, G1, G2};
 use crate::error::{Error, Result};
 use crate::field::GpuField;
+use crate::gpu::pool::{BufferPool, Reservation};
 use crate::gpu::{
     workgroup_grid, AdapterSelector, CompiledProgram, GpuContext, Program, UniformArray, WideMul,
 };
@@ -209,6 +210,8 @@ pub struct MsmKernels<C: GpuCurve> {
     /// sizes (H, L, A near n; B smaller), and reallocating gigabytes for each cost more than
     /// the MSM's sort.
     workspaces: Mutex<Vec<Workspace>>,
+    /// Workspaces count against this pool's VRAM budget, when there is one.
+    pool: Option<BufferPool>,
     profile: Mutex<Vec<(String, f64)>>,
     _curve: PhantomData<C>,
 }
@@ -230,6 +233,8 @@ struct Workspace {
     /// Block totals of each scan level.
     scan_sums: Vec<wgpu::Buffer>,
     readback: wgpu::Buffer,
+    /// Its bytes in the VRAM budget, while it lives.
+    _budget: Option<Reservation>,
 }
 
 fn storage(gpu: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
@@ -293,6 +298,7 @@ impl Workspace {
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
+            _budget: None,
         }
     }
 }
@@ -333,9 +339,16 @@ impl<C: GpuCurve> MsmKernels<C> {
             scan: Arc::new(scan),
             config,
             workspaces: Mutex::new(Vec::new()),
+            pool: None,
             profile: Mutex::new(Vec::new()),
             _curve: PhantomData,
         })
+    }
+
+    /// Counts the workspaces against `pool`'s VRAM budget.
+    pub fn with_pool(mut self, pool: BufferPool) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     /// The same compiled kernels under another configuration (no recompilation).
@@ -346,6 +359,7 @@ impl<C: GpuCurve> MsmKernels<C> {
             scan: self.scan.clone(),
             config,
             workspaces: Mutex::new(Vec::new()),
+            pool: self.pool.clone(),
             profile: Mutex::new(Vec::new()),
             _curve: PhantomData,
         }
@@ -474,6 +488,17 @@ impl<C: GpuCurve> MsmKernels<C> {
                     cache.remove(0); // free the oldest before allocating
                 }
                 let bytes = plan.workspace_bytes(C::XYZZ_BYTES as u64);
+                let budget = match &self.pool {
+                    Some(pool) => Some(loop {
+                        match pool.reserve("an MSM workspace", bytes) {
+                            Err(Error::VramBudget { .. }) if !cache.is_empty() => {
+                                cache.remove(0); // its bytes go back to the budget
+                            }
+                            reserved => break reserved?,
+                        }
+                    }),
+                    None => None,
+                };
                 let allocate = || {
                     self.gpu.allocating("the MSM workspace", bytes, || {
                         Workspace::new::<C>(&self.gpu, &plan)
@@ -486,7 +511,10 @@ impl<C: GpuCurve> MsmKernels<C> {
                     }
                     other => other?,
                 };
-                cache.push(ws);
+                cache.push(Workspace {
+                    _budget: budget,
+                    ..ws
+                });
             }
         }
         let ws = cache.last().expect("just filled");
