@@ -86,3 +86,24 @@ fn the_budget_is_never_exceeded() {
         "resident data counts against the budget"
     );
 }
+
+#[test]
+fn reservations_count_against_the_budget_until_dropped() {
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    let pool = BufferPool::new(gpu, 4 * MIB);
+    let workspace = pool.reserve("a workspace", 3 * MIB).unwrap();
+    assert_eq!(pool.stats().allocated_bytes, 3 * MIB);
+    let vector = pool.take("a vector", MIB).unwrap();
+    let err = pool.reserve("a second workspace", MIB).unwrap_err();
+    assert!(matches!(err, Error::VramBudget { .. }), "{err}");
+    // A buffer in flight is waited for, then dropped to make room for the reservation.
+    let mut encoder = gpu.device.create_command_encoder(&Default::default());
+    encoder.clear_buffer(&vector, 0, None);
+    pool.give_back(vector, Some(gpu.queue.submit([encoder.finish()])));
+    let second = pool.reserve("a second workspace", MIB).unwrap();
+    assert_eq!(pool.stats().allocated_bytes, 4 * MIB);
+    drop((workspace, second));
+    assert_eq!(pool.stats().allocated_bytes, 0);
+}

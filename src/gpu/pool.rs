@@ -33,6 +33,12 @@ pub struct Reservation {
     bytes: u64,
 }
 
+impl std::fmt::Debug for Reservation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Reservation({} bytes)", self.bytes)
+    }
+}
+
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.pool.release_aside(self.bytes);
@@ -87,34 +93,45 @@ impl BufferPool {
     /// new one if the budget allows (dropping free buffers of other sizes to make room), else
     /// the first in-flight buffer of that size once its fence has passed.
     pub fn take(&self, what: &str, size: u64) -> Result<wgpu::Buffer> {
-        if size > self.budget {
-            return Err(Error::VramBudget {
-                what: what.to_string(),
-                needed: size,
-                budget: self.budget,
-            });
-        }
-        loop {
-            let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            self.collect_finished(&mut state)?;
+        self.within_budget(what, size, |state| {
             if let Some(i) = state.free.iter().position(|b| b.size() == size) {
-                return Ok(state.free.swap_remove(i));
+                return Ok(Some(state.free.swap_remove(i)));
             }
-            if make_room(&mut state, size, self.budget) {
-                let buffer = self
-                    .gpu
-                    .allocating(what, size, || self.gpu.empty_storage_buffer(what, size))??;
-                state.allocated += size;
-                return Ok(buffer);
+            if !make_room(state, size, self.budget) {
+                return Ok(None);
             }
-            self.wait_for_oldest(state, what, size)?;
-        }
+            let buffer = self
+                .gpu
+                .allocating(what, size, || self.gpu.empty_storage_buffer(what, size))??;
+            state.allocated += size;
+            Ok(Some(buffer))
+        })
     }
 
     /// Counts `bytes` the caller allocates itself (an MSM workspace) against the budget,
     /// waiting for buffers in flight as [`take`](Self::take) does, until the reservation
     /// drops.
     pub fn reserve(&self, what: &str, bytes: u64) -> Result<Reservation> {
+        self.within_budget(what, bytes, |state| {
+            if !make_room(state, bytes, self.budget) {
+                return Ok(None);
+            }
+            state.allocated += bytes;
+            Ok(Some(Reservation {
+                pool: self.clone(),
+                bytes,
+            }))
+        })
+    }
+
+    /// Runs `attempt` on the pool's state (finished buffers collected first) until it
+    /// succeeds, waiting for the oldest buffer in flight between tries.
+    fn within_budget<T>(
+        &self,
+        what: &str,
+        bytes: u64,
+        mut attempt: impl FnMut(&mut PoolState) -> Result<Option<T>>,
+    ) -> Result<T> {
         if bytes > self.budget {
             return Err(Error::VramBudget {
                 what: what.to_string(),
@@ -125,12 +142,8 @@ impl BufferPool {
         loop {
             let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             self.collect_finished(&mut state)?;
-            if make_room(&mut state, bytes, self.budget) {
-                state.allocated += bytes;
-                return Ok(Reservation {
-                    pool: self.clone(),
-                    bytes,
-                });
+            if let Some(done) = attempt(&mut state)? {
+                return Ok(done);
             }
             self.wait_for_oldest(state, what, bytes)?;
         }
