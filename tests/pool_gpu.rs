@@ -16,7 +16,7 @@ fn buffers_come_back_after_their_fence_and_are_reused() {
     let first = pool.take("test", MIB).unwrap();
     let mut encoder = gpu.device.create_command_encoder(&Default::default());
     encoder.clear_buffer(&first, 0, None);
-    let fence = gpu.queue.submit([encoder.finish()]);
+    let fence = gpu.submit([encoder.finish()]);
     pool.give_back(first.clone(), Some(fence.clone()));
     assert_eq!(
         pool.stats(),
@@ -70,7 +70,7 @@ fn the_budget_is_never_exceeded() {
     // A buffer in flight is waited for (on its own fence) rather than exceeding the budget.
     let mut encoder = gpu.device.create_command_encoder(&Default::default());
     encoder.clear_buffer(&held[0], 0, None);
-    let fence = gpu.queue.submit([encoder.finish()]);
+    let fence = gpu.submit([encoder.finish()]);
     let mut held = held.into_iter();
     pool.give_back(held.next().unwrap(), Some(fence));
     let reused = pool.take("a fourth", MIB).unwrap();
@@ -101,7 +101,7 @@ fn reservations_count_against_the_budget_until_dropped() {
     // A buffer in flight is waited for, then dropped to make room for the reservation.
     let mut encoder = gpu.device.create_command_encoder(&Default::default());
     encoder.clear_buffer(&vector, 0, None);
-    pool.give_back(vector, Some(gpu.queue.submit([encoder.finish()])));
+    pool.give_back(vector, Some(gpu.submit([encoder.finish()])));
     let second = pool.reserve("a second workspace", MIB).unwrap();
     assert_eq!(pool.stats().allocated_bytes, 4 * MIB);
     drop((workspace, second));

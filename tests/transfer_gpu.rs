@@ -51,3 +51,27 @@ fn copies_under_a_lock_on_rayon_threads_do_not_deadlock() {
         Err(_) => panic!("copies under a lock did not finish in 120 s: deadlock"),
     }
 }
+
+/// Submissions and polls from many threads at once. wgpu-core 30.0.2 panics when two device
+/// maintenances race (a poll waiting on submission i against another thread's submit or poll
+/// retiring i); `GpuContext` serializes them. Without that lock this test panicked in CI.
+#[test]
+fn submissions_and_polls_from_many_threads_do_not_race() {
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            scope.spawn(move || {
+                for i in 0..2000 {
+                    let submission = gpu.submit([]);
+                    if (i + t) % 2 == 0 {
+                        gpu.wait_for(submission).unwrap();
+                    } else {
+                        gpu.has_completed(submission).unwrap();
+                    }
+                }
+            });
+        }
+    });
+}

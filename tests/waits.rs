@@ -33,14 +33,15 @@ fn every_wait_names_one_submission() {
             assert!(!text.contains(forbidden), "{file:?} uses {forbidden}");
         }
         let polls = text.matches(".poll(").count();
+        // Submissions go through `GpuContext::submit`, under the lock the polls hold.
+        let submits = text.matches("queue.submit(").count();
         if file == wait_layer {
             assert_eq!(polls, 2, "wait_for and has_completed are the only polls");
-            assert_eq!(
-                text.matches("submission_index: Some(submission)").count(),
-                2
-            );
+            assert_eq!(text.matches("submission_index: Some(submission").count(), 2);
+            assert_eq!(submits, 1, "GpuContext::submit is the only submission");
         } else {
             assert_eq!(polls, 0, "{file:?} polls the device outside the wait layer");
+            assert_eq!(submits, 0, "{file:?} submits outside GpuContext::submit");
         }
     }
 }

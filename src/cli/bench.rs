@@ -238,7 +238,7 @@ pub fn ntt(
         for _ in 0..runs.max(1) {
             let [da, db, dc] = [&a, b, &c].map(|v| kernels.upload(v, log_n));
             let (da, db, dc) = (da?, db?, dc?);
-            gpu.wait_for(gpu.queue.submit([]))?;
+            gpu.wait_for(gpu.submit([]))?;
             let t = Instant::now();
             gpu.wait_for(kernels.h_resident(&da, &db, &dc)?)?;
             best_resident = best_resident.min(t.elapsed());
@@ -324,12 +324,12 @@ pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<Ex
         };
         let best = time(&mut || {
             gpu.upload(&buffer, 0, &host)?;
-            gpu.wait_for(gpu.queue.submit([]))
+            gpu.wait_for(gpu.submit([]))
         })?;
         row("upload", "staging buffers (ours)", best);
         let best = time(&mut || {
             gpu.queue.write_buffer(&buffer, 0, &host);
-            gpu.wait_for(gpu.queue.submit([]))
+            gpu.wait_for(gpu.submit([]))
         })?;
         row("upload", "Queue::write_buffer", best);
         let mut back = Vec::new();
@@ -348,7 +348,7 @@ pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<Ex
             });
             let mut encoder = gpu.device.create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(&buffer, 0, &staging, 0, bytes);
-            back = gpu.read_mapped(&staging, gpu.queue.submit([encoder.finish()]))?;
+            back = gpu.read_mapped(&staging, gpu.submit([encoder.finish()]))?;
             Ok(())
         })?;
         row("download", "fresh MAP_READ buffer", best);

@@ -159,12 +159,15 @@ enum BenchCommand {
         /// Print the GPU time of each pass (timestamp queries) of the last run per size.
         #[arg(long)]
         profile: bool,
-        /// Sorted entries per accumulation thread (default: the curve's, 32 for G1, 8 for G2).
+        /// Sorted entries per accumulation thread (default: the curve's, 64 for G1, 16 for G2).
         #[arg(long)]
         segment: Option<u32>,
         /// Window size in bits (default: chosen from n).
         #[arg(long)]
         window_bits: Option<u32>,
+        /// Threads of the bucket reduction (default: 65536 on GPUs, 1024 on CPU adapters).
+        #[arg(long)]
+        reduction_threads: Option<u32>,
     },
     /// One circuit's synthesis on one thread, beside the circuit's own share of it.
     Synthesis {
@@ -355,6 +358,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
             profile,
             segment,
             window_bits,
+            reduction_threads,
         } => {
             let defaults = MsmConfig::default();
             let options = bench::MsmOptions {
@@ -367,6 +371,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
                     profile,
                     segment,
                     window_bits,
+                    reduction_threads,
                     ..defaults
                 },
             };

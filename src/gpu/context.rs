@@ -231,6 +231,8 @@ pub struct GpuContext {
     pub pipeline_cache: Option<Arc<PipelineCacheFile>>,
     /// Reusable staging buffers for uploads and read-backs (see `transfer`).
     pub(crate) staging: Arc<super::transfer::Staging>,
+    /// Held by every submission and every poll of this device (see `GpuContext::submit`).
+    pub(crate) maintenance: Arc<std::sync::Mutex<()>>,
     lost: Arc<std::sync::Mutex<Option<String>>>,
 }
 
@@ -298,6 +300,7 @@ impl GpuContext {
             info,
             pipeline_cache: None,
             staging: Default::default(),
+            maintenance: Default::default(),
             lost,
         };
         if let Some(dir) = std::env::var_os("WGPU_GROTH16_PIPELINE_CACHE") {

@@ -16,6 +16,10 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;
 
+/// The longest a wait holds the device's maintenance lock at once (see `GpuContext::submit`):
+/// a submission from another thread waits at most this long.
+const WAIT_SLICE: Duration = Duration::from_micros(200);
+
 /// The pipelines of one program variant, built once and reused for every dispatch.
 #[derive(Debug)]
 pub struct CompiledProgram {
@@ -308,32 +312,62 @@ impl GpuContext {
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
-        Ok(self.queue.submit([encoder.finish()]))
+        Ok(self.submit([encoder.finish()]))
+    }
+
+    /// Submits `commands` to the device's queue.
+    ///
+    /// wgpu-core 30.0.2 asserts in `Device::maintain` when two maintenances race (a poll
+    /// waiting on submission i reads the fence, another thread's maintenance retires i, and
+    /// the first then finds the queue empty below i: gfx-rs/wgpu#9958, fixed after this
+    /// release). `Queue::submit` runs a maintenance too, so every submission and every poll
+    /// here holds one lock, and waits hold it only in short slices.
+    pub fn submit(
+        &self,
+        commands: impl IntoIterator<Item = wgpu::CommandBuffer>,
+    ) -> wgpu::SubmissionIndex {
+        let _maintenance = self.maintenance();
+        self.queue.submit(commands)
     }
 
     /// Waits for one submission (not the whole device) to finish.
     pub fn wait_for(&self, submission: wgpu::SubmissionIndex) -> Result<()> {
         waits::record();
-        self.device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(submission),
-                timeout: None,
-            })
-            .map_err(|e| Error::device("waiting for a submission", e))?;
-        self.check_alive()
+        loop {
+            let polled = {
+                let _maintenance = self.maintenance();
+                self.device.poll(wgpu::PollType::Wait {
+                    submission_index: Some(submission.clone()),
+                    timeout: Some(WAIT_SLICE),
+                })
+            };
+            match polled {
+                Ok(_) => return self.check_alive(),
+                Err(wgpu::PollError::Timeout) => self.check_alive()?,
+                Err(e) => return Err(Error::device("waiting for a submission", e)),
+            }
+        }
     }
 
     /// Whether `submission` has completed, without blocking. Like [`wait_for`](Self::wait_for),
     /// it names one submission: nothing in this crate waits on the whole device.
     pub fn has_completed(&self, submission: wgpu::SubmissionIndex) -> Result<bool> {
-        match self.device.poll(wgpu::PollType::Wait {
-            submission_index: Some(submission),
-            timeout: Some(Duration::ZERO),
-        }) {
+        let polled = {
+            let _maintenance = self.maintenance();
+            self.device.poll(wgpu::PollType::Wait {
+                submission_index: Some(submission),
+                timeout: Some(Duration::ZERO),
+            })
+        };
+        match polled {
             Ok(_) => Ok(true),
             Err(wgpu::PollError::Timeout) => Ok(false),
             Err(e) => Err(Error::device("checking a submission", e)),
         }
+    }
+
+    fn maintenance(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.maintenance.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Copies `buffer` back to the host once the work before it has finished.

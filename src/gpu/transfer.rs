@@ -191,7 +191,7 @@ impl super::GpuContext {
             slot.buffer.unmap();
             let mut encoder = self.device.create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, offset + i as u64 * chunk, len);
-            let submission = self.queue.submit([encoder.finish()]);
+            let submission = self.submit([encoder.finish()]);
             slot.request_map(wgpu::MapMode::Write, submission);
             // Most recently used last: the first slots are the likeliest to be free.
             slots.push(slot);
@@ -257,7 +257,7 @@ impl super::GpuContext {
                 0,
                 piece_len(i),
             );
-            let submission = self.queue.submit([encoder.finish()]);
+            let submission = self.submit([encoder.finish()]);
             slot.request_map(wgpu::MapMode::Read, submission);
         };
         for (i, slot) in slots.iter_mut().enumerate().take(pieces) {

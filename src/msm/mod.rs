@@ -692,7 +692,7 @@ impl<C: GpuCurve> MsmKernels<C> {
                 pass.dispatch_workgroups(x, y, 1);
             }
             // The next chunk rewrites the scalars: submit this one first.
-            gpu.queue.submit([encoder.finish()]);
+            gpu.submit([encoder.finish()]);
             encoder = gpu.device.create_command_encoder(&Default::default());
         }
 
@@ -720,7 +720,7 @@ impl<C: GpuCurve> MsmKernels<C> {
             encoder.copy_buffer_to_buffer(&ws.sums, from, &ws.readback, w * xyzz, xyzz);
         }
         timer.resolve(&mut encoder);
-        let submission = gpu.queue.submit([encoder.finish()]);
+        let submission = gpu.submit([encoder.finish()]);
         let bytes = gpu.read_mapped(&ws.readback, submission.clone())?;
         let sums = bytes.chunks(xyzz as usize).map(C::from_xyzz).collect();
         *self.profile.lock().unwrap_or_else(|e| e.into_inner()) = timer.read(gpu, submission)?;

@@ -514,7 +514,7 @@ impl NttKernels {
                 encoder.clear_buffer(part, written, None);
             }
         }
-        vector.used_by(&self.gpu.queue.submit([encoder.finish()]));
+        vector.used_by(&self.gpu.submit([encoder.finish()]));
         Ok(vector)
     }
 
@@ -711,7 +711,7 @@ impl NttKernels {
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
-        let submission = self.gpu.queue.submit([encoder.finish()]);
+        let submission = self.gpu.submit([encoder.finish()]);
         for vector in vectors {
             vector.used_by(&submission);
         }
