@@ -3,9 +3,10 @@
 //! per device — so that the CPU side of one proof (synthesis, scalar selection, copies)
 //! runs while the GPU computes another, and several devices share one batch.
 //!
-//! Workers of one device share its queue of submissions; each waits only on its own
-//! submissions (see `GpuContext::wait_for`), so one worker's waiting never holds another's
-//! work back. ../shared/DESIGN.md §6 has the reasoning.
+//! Workers of one device take turns in each of a proof's two stages (`Prover::gpu_steps`):
+//! one stages while another computes. Each waits only on its own submissions (see
+//! `GpuContext::wait_for`), so one worker's waiting never holds another's work back.
+//! ../shared/DESIGN.md §6 has the reasoning.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};

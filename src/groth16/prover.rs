@@ -3,8 +3,10 @@
 //! for the same r and s our proof equals `create_proof`'s byte for byte.
 //!
 //! The heavy steps go through [`Engine`]: the wgpu kernels when a GPU is usable, blstrs and
-//! bellperson on the CPU otherwise. A GPU step that fails is redone on the CPU with a warning,
-//! and the engine stays on the CPU from then on.
+//! bellperson on the CPU otherwise. On a GPU a proof runs in two stages, staging and compute,
+//! each under its own lock, so that one proof stages while another computes. A proof whose
+//! GPU steps fail is redone on the CPU with a warning, and the engine stays on the CPU from
+//! then on.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};

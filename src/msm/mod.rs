@@ -37,7 +37,7 @@ pub fn msm_cpu<C: GpuCurve>(bases: &[C::Affine], scalars: &[Scalar]) -> Result<C
     Ok(C::multi_exp_cpu(&bases[..scalars.len()], scalars))
 }
 
-/// Σ scalars[i] · bases[i] on G1 with the process's default GPU: the best adapter (see
+/// Σ `scalars[i] · bases[i]` on G1 with the process's default GPU: the best adapter (see
 /// `AdapterSelector::from_env`), opened and compiled for on first use. Falls back to blstrs,
 /// with a warning, when `BELLMAN_NO_GPU` is set (to anything but 0), when no adapter is found,
 /// or when the GPU fails. Provers keep bases resident with [`MsmKernels`] instead.
@@ -461,7 +461,7 @@ impl<C: GpuCurve> MsmKernels<C> {
         self.msm(&resident, scalars)
     }
 
-    /// Σ scalars[i] · bases[i] over the first `scalars.len()` resident bases.
+    /// Σ `scalars[i] · bases[i]` over the first `scalars.len()` resident bases.
     pub fn msm(&self, bases: &ResidentBases<C>, scalars: &[Scalar]) -> Result<C::Projective> {
         self.msm_from(bases, ScalarSource::Host(scalars))
     }
