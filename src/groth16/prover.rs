@@ -665,13 +665,8 @@ impl Prover {
             self.msm_g1_on(gpu, G1Query::BG1, b_scalars)
         })?;
         let b_g2 = self.step(lane, "MSM B G2", &mut report.msm_b_g2, || {
-            match &self.resident {
-                Some(resident) => gpu.g2.msm_from(&resident.b_g2, b_scalars),
-                None => {
-                    let bases = &self.params.b_g2[..b_len];
-                    gpu.g2.msm_from(&gpu.g2.upload_bases(bases)?, b_scalars)
-                }
-            }
+            let resident = self.resident.as_ref().map(|r| &r.b_g2);
+            msm_on(&gpu.g2, resident, &self.params.b_g2, b_scalars, "B (G2)")
         })?;
         Ok(MsmResults {
             h,
@@ -726,27 +721,40 @@ impl Prover {
         })
     }
 
-    /// A G1 MSM over `query`'s bases (resident, or uploaded for this MSM).
+    /// A G1 MSM over `query`'s bases.
     fn msm_g1_on(
         &self,
         gpu: &GpuEngine,
         query: G1Query,
         scalars: ScalarSource<'_>,
     ) -> Result<G1Projective> {
-        let (resident, bases) = match (query, &self.resident) {
-            (G1Query::H, r) => (r.as_ref().map(|r| &r.h), &self.params.h),
-            (G1Query::L, r) => (r.as_ref().map(|r| &r.l), &self.params.l),
-            (G1Query::A, r) => (r.as_ref().map(|r| &r.a), &self.params.a),
-            (G1Query::BG1, r) => (r.as_ref().map(|r| &r.b_g1), &self.params.b_g1),
+        let resident = self.resident.as_ref();
+        let (resident, bases) = match query {
+            G1Query::H => (resident.map(|r| &r.h), &self.params.h),
+            G1Query::L => (resident.map(|r| &r.l), &self.params.l),
+            G1Query::A => (resident.map(|r| &r.a), &self.params.a),
+            G1Query::BG1 => (resident.map(|r| &r.b_g1), &self.params.b_g1),
         };
-        match resident {
-            Some(resident) => gpu.g1.msm_from(resident, scalars),
-            None => {
-                let bases = bases.get(..scalars.len()).ok_or_else(|| {
-                    Error::InvalidInput(format!("{query:?} has fewer bases than scalars"))
-                })?;
-                gpu.g1.msm_from(&gpu.g1.upload_bases(bases)?, scalars)
-            }
+        msm_on(&gpu.g1, resident, bases, scalars, &format!("{query:?}"))
+    }
+}
+
+/// An MSM over `resident` bases, or over `bases` uploaded for this MSM when the parameters
+/// are not resident (over the VRAM budget).
+fn msm_on<C: GpuCurve>(
+    kernels: &MsmKernels<C>,
+    resident: Option<&ResidentBases<C>>,
+    bases: &[C::Affine],
+    scalars: ScalarSource<'_>,
+    query: &str,
+) -> Result<C::Projective> {
+    match resident {
+        Some(resident) => kernels.msm_from(resident, scalars),
+        None => {
+            let bases = bases.get(..scalars.len()).ok_or_else(|| {
+                Error::InvalidInput(format!("query {query} has fewer bases than scalars"))
+            })?;
+            kernels.msm_from(&kernels.upload_bases(bases)?, scalars)
         }
     }
 }

@@ -68,6 +68,18 @@ fn points_fitting(limit: u64, windows: u32, segment: u32, affine: u64, xyzz: u64
     linear.min(partials)
 }
 
+/// Bytes of the largest per-chunk buffer for a chunk of `points` (the buffers of
+/// [`points_fitting`]).
+fn widest_buffer(points: u64, windows: u32, segment: u32, affine: u64, xyzz: u64) -> u64 {
+    let partials = 2 * (points * windows as u64).div_ceil(segment as u64) * xyzz;
+    [32, affine, 8 * windows as u64]
+        .into_iter()
+        .map(|per_point| points * per_point)
+        .chain([partials])
+        .max()
+        .unwrap_or(0)
+}
+
 impl MsmPlan {
     /// Plans an MSM of `n` points with `affine_bytes`/`xyzz_bytes` per point, within
     /// `binding_limit` bytes per buffer binding.
@@ -123,7 +135,7 @@ impl MsmPlan {
         } else {
             return Err(Error::TooLarge {
                 what: "an MSM chunk of 256 points",
-                needed: CHUNK_ALIGN * binding_limit / fit.max(1),
+                needed: widest_buffer(CHUNK_ALIGN, windows, segment, affine_bytes, xyzz_bytes),
                 limit: binding_limit,
             });
         };
@@ -310,5 +322,9 @@ mod tests {
     fn a_limit_too_small_for_one_chunk_is_an_error() {
         let err = MsmPlan::new(1000, 96, 192, 4096, &MsmConfig::default()).unwrap_err();
         assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+        assert!(
+            matches!(err, Error::TooLarge { needed, limit, .. } if needed > limit),
+            "{err}"
+        );
     }
 }
