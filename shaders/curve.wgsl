@@ -45,8 +45,9 @@ fn xyzz_from_affine(a: Affine, negate: bool) -> Xyzz {
 // steps, operands chosen per step: drivers inline each call site (an Fq multiplication is
 // hundreds of instructions), and eleven inlined copies made a kernel too large to stay in the
 // instruction cache. Inside the loop every variable is live throughout, so the formula works
-// in place on p's four coordinates and three temporaries: registers bound this kernel (each
+// in place on p's four coordinates and four temporaries: registers bound this kernel (each
 // field element is 12 words, 24 for G2), and fewer live elements mean more threads resident.
+// q itself is copied into the temporaries before the loop, so it is not live across it.
 fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
     if (xyzz_is_identity(p)) { return q; }
     if (xyzz_is_identity(q)) { return p; }
@@ -55,11 +56,12 @@ fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
     var y = p.y;
     var zz = p.zz;
     var zzz = p.zzz;
-    // t0: U2, then P (or 2Y), then PPP. t1: S2, then R (or 3X^2), then R (Q - X3).
-    // t2: PP, then Q.
-    var t0: Field;
-    var t1: Field;
-    var t2: Field;
+    // t0: q's X, then U2, then P (or 2Y), then PPP. t1: q's Y, then S2, then R (or 3X^2),
+    // then R (Q - X3). t2: q's ZZ, then PP, then Q. t3: q's ZZZ.
+    var t0 = q.x;
+    var t1 = q.y;
+    var t2 = q.zz;
+    var t3 = q.zzz;
     var doubling = false;
     // Steps 0-1 bring q to p's scale, 2-5 p to q's (skipped for affine q), 6 is doubling's
     // X^2, 7-14 the common tail.
@@ -69,12 +71,12 @@ fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
         var a: Field;
         var b: Field;
         switch step {
-            case 0u: { a = q.x; b = zz; }
-            case 1u: { a = q.y; b = zzz; }
-            case 2u: { a = x; b = q.zz; }
-            case 3u: { a = y; b = q.zzz; }
-            case 4u: { a = zz; b = q.zz; }
-            case 5u: { a = zzz; b = q.zzz; }
+            case 0u: { a = t0; b = zz; }
+            case 1u: { a = t1; b = zzz; }
+            case 2u: { a = x; b = t2; }
+            case 3u: { a = y; b = t3; }
+            case 4u: { a = zz; b = t2; }
+            case 5u: { a = zzz; b = t3; }
             case 6u: { a = x; b = x; }
             case 7u: { a = t0; b = t0; }
             case 8u: { a = t0; b = t2; }

@@ -34,7 +34,6 @@ struct MsmParams {
 }
 
 const SIGN_BIT: u32 = 0x80000000u;
-const MAX_WINDOWS: u32 = 64u;
 const NO_KEY: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> params: MsmParams;
@@ -55,42 +54,36 @@ const NO_KEY: u32 = 0xffffffffu;
 // The buckets of the chunk being merged (msm_merge_buckets).
 @group(0) @binding(13) var<storage, read_write> chunk_buckets: array<Xyzz>;
 
-// Signed digits of scalar i: |digit| | SIGN_BIT when negative, one per window; the scalar is
-// sum_w digit_w 2^(c w). Digits lie in [-(2^(c-1) - 1), 2^(c-1)], so the top window never
-// carries out (windows * c >= 256 > 255 bits).
-fn signed_digits(i: u32) -> array<u32, MAX_WINDOWS> {
-    let s = fr_from_montgomery(scalars[i]);
+// The signed base-2^c digit of scalar s (out of Montgomery form) in window w, given the carry
+// out of window w - 1, which it updates: |digit| | SIGN_BIT when negative. Windows run in
+// order from 0, so no array of digits is kept (a dynamically indexed array lives in memory).
+// Digits lie in [-(2^(c-1) - 1), 2^(c-1)]; the sum of digit_w 2^(c w) is the scalar, and the
+// top window never carries out (windows * c >= 256 > 255 bits).
+fn signed_digit(s: Fr, w: u32, carry: ptr<function, u32>) -> u32 {
     let c = params.window_bits;
-    let half = 1u << (c - 1u);
-    let mask = (1u << c) - 1u;
-    var digits: array<u32, MAX_WINDOWS>;
-    var carry = 0u;
-    for (var w = 0u; w < params.windows; w++) {
-        let bit = w * c;
-        let limb = bit / 32u;
-        let shift = bit % 32u;
-        var v = 0u;
-        if (limb < FR_LIMBS) { v = s[limb] >> shift; }
-        if (shift + c > 32u && limb + 1u < FR_LIMBS) { v |= s[limb + 1u] << (32u - shift); }
-        v = (v & mask) + carry;
-        if (v > half) {
-            digits[w] = ((1u << c) - v) | SIGN_BIT;
-            carry = 1u;
-        } else {
-            digits[w] = v;
-            carry = 0u;
-        }
+    let bit = w * c;
+    let limb = bit / 32u;
+    let shift = bit % 32u;
+    var v = 0u;
+    if (limb < FR_LIMBS) { v = s[limb] >> shift; }
+    if (shift + c > 32u && limb + 1u < FR_LIMBS) { v |= s[limb + 1u] << (32u - shift); }
+    v = (v & ((1u << c) - 1u)) + *carry;
+    if (v > (1u << (c - 1u))) {
+        *carry = 1u;
+        return ((1u << c) - v) | SIGN_BIT;
     }
-    return digits;
+    *carry = 0u;
+    return v;
 }
 
 @compute @workgroup_size(64)
 fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
-    let digits = signed_digits(i);
+    let s = fr_from_montgomery(scalars[i]);
+    var carry = 0u;
     for (var w = 0u; w < params.windows; w++) {
-        let magnitude = digits[w] & ~SIGN_BIT;
+        let magnitude = signed_digit(s, w, &carry) & ~SIGN_BIT;
         if (magnitude != 0u) { atomicAdd(&counts[w * params.buckets + magnitude], 1u); }
     }
 }
@@ -99,13 +92,15 @@ fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgrou
 fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
-    let digits = signed_digits(i);
+    let s = fr_from_montgomery(scalars[i]);
+    var carry = 0u;
     for (var w = 0u; w < params.windows; w++) {
-        let magnitude = digits[w] & ~SIGN_BIT;
+        let digit = signed_digit(s, w, &carry);
+        let magnitude = digit & ~SIGN_BIT;
         if (magnitude != 0u) {
             let key = w * params.buckets + magnitude;
             let at = atomicAdd(&cursor[key], 1u);
-            sorted[at] = vec2<u32>(key, i | (digits[w] & SIGN_BIT));
+            sorted[at] = vec2<u32>(key, i | (digit & SIGN_BIT));
         }
     }
 }
