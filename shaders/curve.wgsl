@@ -41,7 +41,7 @@ fn xyzz_from_affine(a: Affine, negate: bool) -> Xyzz {
 // multiplications compute dbl-2008-s-1 (P = 2Y, R = 3X^2, and no -PPP term in X3), so
 // doubling needs no second copy of the formula. `q_is_affine` means q.zz = q.zzz = 1.
 //
-// Every multiplication goes through one call of field_mul in a loop over the formula's
+// Every multiplication goes through one call of field_mul_or_square in a loop over the formula's
 // steps, operands chosen per step: drivers inline each call site (an Fq multiplication is
 // hundreds of instructions), and eleven inlined copies made a kernel too large to stay in the
 // instruction cache. Inside the loop every variable is live throughout, so the formula works
@@ -62,6 +62,10 @@ fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
     var t1 = q.y;
     var t2 = q.zz;
     var t3 = q.zzz;
+    if (q_is_affine) {
+        // A constant (the call site's literal flag) rather than a register held in the loop.
+        t3 = field_one();
+    }
     var doubling = false;
     // Steps 0-1 bring q to p's scale, 2-5 p to q's (skipped for affine q), 6 is doubling's
     // X^2, 7-14 the common tail.
@@ -87,7 +91,8 @@ fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
             case 13u: { a = t1; b = field_sub(t2, x); }
             default: { a = y; b = t0; }
         }
-        let m = field_mul(a, b);
+        // Steps 6, 7 and 12 square.
+        let m = field_mul_or_square(a, b, step == 6u || step == 7u || step == 12u);
         switch step {
             case 0u: { t0 = m; }
             case 1u: {

@@ -9,5 +9,5 @@ fn field_add(a: Field, b: Field) -> Field { return fq2_add(a, b); }
 fn field_sub(a: Field, b: Field) -> Field { return fq2_sub(a, b); }
 fn field_neg(a: Field) -> Field { return fq2_neg(a); }
 fn field_double(a: Field) -> Field { return fq2_double(a); }
-fn field_mul(a: Field, b: Field) -> Field { return fq2_mul(a, b); }
-fn field_square(a: Field) -> Field { return fq2_square(a); }
+// b must equal a when `square`.
+fn field_mul_or_square(a: Field, b: Field, square: bool) -> Field { return fq2_mul_or_square(a, b, square); }
