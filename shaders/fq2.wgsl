@@ -23,47 +23,36 @@ fn fq2_double(a: Fq2) -> Fq2 { return Fq2(fq_double(a.c0), fq_double(a.c1)); }
 
 fn fq2_conjugate(a: Fq2) -> Fq2 { return Fq2(a.c0, fq_neg(a.c1)); }
 
-// a·b by Karatsuba (three Fq products), or a² when `square` (b must equal a) as
-// (a0 + a1)(a0 - a1) + 2·a0·a1·u (two), computed by one Fq multiply in a loop. Every call
-// site of a field multiply is inlined by the drivers (Mesa inlines everything), so G2 code
-// stays the size of G1 code only if an Fq2 product holds a single Fq product; the flag lets
-// the point addition's one multiply site square for a third less.
-fn fq2_mul_or_square(a: Fq2, b: Fq2, square: bool) -> Fq2 {
-    var v0: Fq;
-    var v1: Fq;
-    var cross: Fq;
-    let rounds = select(3u, 2u, square);
-    for (var k = 0u; k < rounds; k++) {
-        var x = a.c0;
-        var y = b.c0;
-        if (square && k == 0u) {
-            x = fq_add(a.c0, a.c1);
-            y = fq_sub(a.c0, a.c1);
-        } else if (square) {
-            y = a.c1;
-        } else if (k == 1u) {
-            x = a.c1;
-            y = b.c1;
-        } else if (k == 2u) {
-            x = fq_add(a.c0, a.c1);
-            y = fq_add(b.c0, b.c1);
-        }
-        let m = fq_mul(x, y);
-        if (k == 0u) {
-            v0 = m;
-        } else if (k == 1u) {
-            v1 = m;
-        } else {
-            cross = m;
-        }
-    }
-    if (square) { return Fq2(v0, fq_double(v1)); }
-    return Fq2(fq_sub(v0, v1), fq_sub(fq_sub(cross, v0), v1));
+// Karatsuba: a·b from three Fq products, factor(a, k)·factor(b, k) for k = 0, 1, 2.
+// Every call site of a field multiply is inlined by the drivers (Mesa inlines everything),
+// so G2 code stays the size of G1 code only if an Fq2 product holds a single Fq product;
+// the point addition runs these steps in its own loop (see curve.wgsl).
+fn fq2_karatsuba_factor(a: Fq2, k: u32) -> Fq {
+    if (k == 0u) { return a.c0; }
+    if (k == 1u) { return a.c1; }
+    return fq_add(a.c0, a.c1);
 }
 
-fn fq2_mul(a: Fq2, b: Fq2) -> Fq2 { return fq2_mul_or_square(a, b, false); }
+fn fq2_from_karatsuba(v0: Fq, v1: Fq, v2: Fq) -> Fq2 {
+    return Fq2(fq_sub(v0, v1), fq_sub(fq_sub(v2, v0), v1));
+}
 
-fn fq2_square(a: Fq2) -> Fq2 { return fq2_mul_or_square(a, a, true); }
+fn fq2_mul(a: Fq2, b: Fq2) -> Fq2 {
+    var v0: Fq;
+    var v1: Fq;
+    var last: Fq;
+    for (var k = 0u; k < 3u; k++) {
+        last = fq_mul(fq2_karatsuba_factor(a, k), fq2_karatsuba_factor(b, k));
+        if (k == 0u) {
+            v0 = last;
+        } else if (k == 1u) {
+            v1 = last;
+        }
+    }
+    return fq2_from_karatsuba(v0, v1, last);
+}
+
+fn fq2_square(a: Fq2) -> Fq2 { return fq2_mul(a, a); }
 
 // Multiplies by the sextic non-residue u + 1 (used by the tower above Fq2).
 fn fq2_mul_by_nonresidue(a: Fq2) -> Fq2 {
