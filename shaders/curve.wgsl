@@ -41,16 +41,13 @@ fn xyzz_from_affine(a: Affine, negate: bool) -> Xyzz {
 // multiplications compute dbl-2008-s-1 (P = 2Y, R = 3X^2, and no -PPP term in X3), so
 // doubling needs no second copy of the formula. `q_is_affine` means q.zz = q.zzz = 1.
 //
-// Every multiplication goes through one call of fq_mul in a loop over the formula's steps
-// and, within a step, the Fq products of a Field product (one for G1, three for G2): drivers
-// inline each call site (an Fq multiplication is hundreds of instructions), and eleven
-// inlined copies made a kernel too large to stay in the instruction cache. Each round picks
-// its two Fq factors straight from the coordinates, so no whole-Field operand copies are
-// live beside the state. Inside the loop every variable is live throughout, so the formula
-// works in place on p's four coordinates and four temporaries: registers bound this kernel
-// (each field element is 12 words, 24 for G2), and fewer live elements mean more threads
-// resident. q itself is copied into the temporaries before the loop, so it is not live
-// across it.
+// Every multiplication goes through one call of field_mul in a loop over the formula's
+// steps, operands chosen per step: drivers inline each call site (an Fq multiplication is
+// hundreds of instructions), and eleven inlined copies made a kernel too large to stay in the
+// instruction cache. Inside the loop every variable is live throughout, so the formula works
+// in place on p's four coordinates and four temporaries: registers bound this kernel (each
+// field element is 12 words, 24 for G2), and fewer live elements mean more threads resident.
+// q itself is copied into the temporaries before the loop, so it is not live across it.
 fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
     if (xyzz_is_identity(p)) { return q; }
     if (xyzz_is_identity(q)) { return p; }
@@ -73,43 +70,28 @@ fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
     // Steps 0-1 bring q to p's scale, 2-5 p to q's (skipped for affine q), 6 is doubling's
     // X^2, 7-14 the common tail.
     var step = 0u;
-    // The Fq product within the step, and the step's earlier products.
-    var k = 0u;
-    var v0: Fq;
-    var v1: Fq;
     loop {
         if (step > 14u) { break; }
-        var a: Fq;
-        var b: Fq;
+        var a: Field;
+        var b: Field;
         switch step {
-            case 0u: { a = field_factor(t0, k); b = field_factor(zz, k); }
-            case 1u: { a = field_factor(t1, k); b = field_factor(zzz, k); }
-            case 2u: { a = field_factor(x, k); b = field_factor(t2, k); }
-            case 3u: { a = field_factor(y, k); b = field_factor(t3, k); }
-            case 4u: { a = field_factor(zz, k); b = field_factor(t2, k); }
-            case 5u: { a = field_factor(zzz, k); b = field_factor(t3, k); }
-            case 6u: { a = field_factor(x, k); b = a; }
-            case 7u: { a = field_factor(t0, k); b = a; }
-            case 8u: { a = field_factor(t0, k); b = field_factor(t2, k); }
-            case 9u: { a = field_factor(zz, k); b = field_factor(t2, k); }
-            case 10u: { a = field_factor(zzz, k); b = field_factor(t0, k); }
-            case 11u: { a = field_factor(x, k); b = field_factor(t2, k); }
-            case 12u: { a = field_factor(t1, k); b = a; }
-            case 13u: { a = field_factor(t1, k); b = field_factor(field_sub(t2, x), k); }
-            default: { a = field_factor(y, k); b = field_factor(t0, k); }
+            case 0u: { a = t0; b = zz; }
+            case 1u: { a = t1; b = zzz; }
+            case 2u: { a = x; b = t2; }
+            case 3u: { a = y; b = t3; }
+            case 4u: { a = zz; b = t2; }
+            case 5u: { a = zzz; b = t3; }
+            case 6u: { a = x; b = x; }
+            case 7u: { a = t0; b = t0; }
+            case 8u: { a = t0; b = t2; }
+            case 9u: { a = zz; b = t2; }
+            case 10u: { a = zzz; b = t0; }
+            case 11u: { a = x; b = t2; }
+            case 12u: { a = t1; b = t1; }
+            case 13u: { a = t1; b = field_sub(t2, x); }
+            default: { a = y; b = t0; }
         }
-        let product = fq_mul(a, b);
-        if (k + 1u < FIELD_PRODUCTS) {
-            if (k == 0u) {
-                v0 = product;
-            } else {
-                v1 = product;
-            }
-            k++;
-            continue;
-        }
-        k = 0u;
-        let m = field_from_products(v0, v1, product);
+        let m = field_mul(a, b);
         switch step {
             case 0u: { t0 = m; }
             case 1u: {

@@ -23,33 +23,33 @@ fn fq2_double(a: Fq2) -> Fq2 { return Fq2(fq_double(a.c0), fq_double(a.c1)); }
 
 fn fq2_conjugate(a: Fq2) -> Fq2 { return Fq2(a.c0, fq_neg(a.c1)); }
 
-// Karatsuba: a·b from three Fq products, factor(a, k)·factor(b, k) for k = 0, 1, 2.
+// Karatsuba: three Fq products instead of four, computed by one Fq multiply in a loop.
 // Every call site of a field multiply is inlined by the drivers (Mesa inlines everything),
-// so G2 code stays the size of G1 code only if an Fq2 product holds a single Fq product;
-// the point addition runs these steps in its own loop (see curve.wgsl).
-fn fq2_karatsuba_factor(a: Fq2, k: u32) -> Fq {
-    if (k == 0u) { return a.c0; }
-    if (k == 1u) { return a.c1; }
-    return fq_add(a.c0, a.c1);
-}
-
-fn fq2_from_karatsuba(v0: Fq, v1: Fq, v2: Fq) -> Fq2 {
-    return Fq2(fq_sub(v0, v1), fq_sub(fq_sub(v2, v0), v1));
-}
-
+// so G2 code stays the size of G1 code only if an Fq2 product holds a single Fq product.
 fn fq2_mul(a: Fq2, b: Fq2) -> Fq2 {
     var v0: Fq;
     var v1: Fq;
-    var last: Fq;
+    var cross: Fq;
     for (var k = 0u; k < 3u; k++) {
-        last = fq_mul(fq2_karatsuba_factor(a, k), fq2_karatsuba_factor(b, k));
+        var x = a.c0;
+        var y = b.c0;
+        if (k == 1u) {
+            x = a.c1;
+            y = b.c1;
+        } else if (k == 2u) {
+            x = fq_add(a.c0, a.c1);
+            y = fq_add(b.c0, b.c1);
+        }
+        let m = fq_mul(x, y);
         if (k == 0u) {
-            v0 = last;
+            v0 = m;
         } else if (k == 1u) {
-            v1 = last;
+            v1 = m;
+        } else {
+            cross = m;
         }
     }
-    return fq2_from_karatsuba(v0, v1, last);
+    return Fq2(fq_sub(v0, v1), fq_sub(fq_sub(cross, v0), v1));
 }
 
 fn fq2_square(a: Fq2) -> Fq2 { return fq2_mul(a, a); }

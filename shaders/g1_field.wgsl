@@ -10,8 +10,5 @@ fn field_add(a: Field, b: Field) -> Field { return fq_add(a, b); }
 fn field_sub(a: Field, b: Field) -> Field { return fq_sub(a, b); }
 fn field_neg(a: Field) -> Field { return fq_neg(a); }
 fn field_double(a: Field) -> Field { return fq_double(a); }
-// A Field product as FIELD_PRODUCTS Fq products (see g2_field.wgsl): here just one.
-const FIELD_PRODUCTS: u32 = 1u;
-fn field_factor(a: Field, k: u32) -> Fq { return a; }
-fn field_from_products(v0: Fq, v1: Fq, last: Fq) -> Field { return last; }
+fn field_mul(a: Field, b: Field) -> Field { return fq_mul(a, b); }
 fn field_square(a: Field) -> Field { return fq_square(a); }
