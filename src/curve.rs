@@ -29,8 +29,8 @@ pub trait GpuCurve: Send + Sync + 'static {
     const MSM_PROGRAM: Program;
     /// Default sorted entries per MSM accumulation thread, measured on the H200: G1 is flat
     /// over 16..128 (64 keeps 2^24 points in one chunk under a 2 GiB binding limit); G2 at
-    /// 2^22 (since the in-place point addition, 7d7f2d8) took 356 ms with 16, 386 ms with 8
-    /// (4 chunks) and 919 ms with 4.
+    /// 2^22 (9685ae2) took 362.6 ms with 8 (4 chunks), 335.2 with 16 (2 chunks), 314.4
+    /// with 32 and 314.8 with 64 (1 chunk).
     const SEGMENT: u32;
 
     /// Bytes of one affine point on the GPU (two coordinates).
@@ -127,7 +127,7 @@ impl GpuCurve for G2 {
     type Base = Fp2;
     const NAME: &'static str = "g2";
     const MSM_PROGRAM: Program = Program::MsmG2;
-    const SEGMENT: u32 = 16;
+    const SEGMENT: u32 = 32;
 
     fn affine_bytes(points: &[G2Affine]) -> &[u8] {
         bytes_of(points)

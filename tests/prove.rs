@@ -306,9 +306,10 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
 }
 
 /// The budget of `budget_engine`. On lavapipe one FilecoinLike proof at domain 2^10 needs
-/// ~6.1 MiB (MSM workspaces 5.9 MiB, vectors 192 KiB) and its bases 432 KiB more, so they are
-/// not resident; at 2^12 a proof needs ~16.6 MiB (`GpuEngine::proof_bytes` gives each).
-const BUDGET: u64 = 6656 << 10;
+/// ~5.1 MiB (MSM workspaces 4.9 MiB, vectors 192 KiB) and its bases 432 KiB more, so they are
+/// not resident and two proofs' vectors fit; at 2^12 a proof needs ~13.5 MiB
+/// (`GpuEngine::proof_bytes` gives each).
+const BUDGET: u64 = 5568 << 10;
 
 /// A GPU engine whose pooled buffers, MSM workspaces and resident bases must fit [`BUDGET`]
 /// (its own device: the pool accounting of the shared engine is shared with the other

@@ -165,7 +165,7 @@ enum BenchCommand {
         /// Window size in bits (default: chosen from n).
         #[arg(long)]
         window_bits: Option<u32>,
-        /// Threads of the bucket reduction (default: 65536 on GPUs, 1024 on CPU adapters).
+        /// Threads of the bucket reduction (default: 32768 on GPUs, 1024 on CPU adapters).
         #[arg(long)]
         reduction_threads: Option<u32>,
     },

@@ -24,6 +24,10 @@ pub struct MsmConfig {
     pub profile: bool,
 }
 
+/// Reduction threads on a GPU adapter. On the H200 (2^24 G1, 2^22 G2): 32768 gave 18.9 /
+/// 10.1 ms against 20.2 / 13.9 ms with 65536; 16384 (G1) 25.9 ms, 131072 23.2 ms.
+pub const DEFAULT_REDUCTION_THREADS: u32 = 32768;
+
 /// Chunks start on multiples of this many points, so every binding offset is aligned
 /// (256 points of 32, 96 or 192 bytes are multiples of 256 bytes).
 pub const CHUNK_ALIGN: u64 = 256;
@@ -142,7 +146,10 @@ impl MsmPlan {
 
         let buckets_in_groups = buckets - 1;
         let min_groups = buckets_in_groups.div_ceil(MAX_BUCKETS_PER_GROUP).max(1);
-        let groups = (config.reduction_threads.unwrap_or(65536) / windows)
+        let groups = (config
+            .reduction_threads
+            .unwrap_or(DEFAULT_REDUCTION_THREADS)
+            / windows)
             .clamp(min_groups, buckets_in_groups.max(1))
             .max(1);
 
