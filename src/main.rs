@@ -5,6 +5,8 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Before any thread exists: it may set an environment variable for the Vulkan loader.
+    wgpu_groth16::gpu::context::prepare_environment();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     // A panic is a bug, but the user still gets one line; RUST_BACKTRACE asks for the rest.
     if std::env::var_os("RUST_BACKTRACE").is_none() {

@@ -47,6 +47,9 @@ pub fn run(
 ) -> CliResult<ExitCode> {
     let gpu = GpuContext::new(selector)?;
     out.fact("adapter", gpu.describe(), super::adapter_line(&gpu));
+    if let Some(note) = super::software_adapter_note(&gpu) {
+        out.fact("note", note.as_str(), format!("note: {note}"));
+    }
     let mut failures = Vec::new();
 
     let mut paths = Vec::new();

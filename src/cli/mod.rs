@@ -221,6 +221,23 @@ fn adapter_line(gpu: &wgpu_groth16::gpu::GpuContext) -> String {
     )
 }
 
+/// One line for `demo` and `prove` when the adapter is a software one (it runs on the CPU),
+/// naming what is faster.
+fn software_adapter_note(gpu: &wgpu_groth16::gpu::GpuContext) -> Option<String> {
+    if gpu.info.device_type != wgpu::DeviceType::Cpu {
+        return None;
+    }
+    let faster = if gpu.info.backend == wgpu::Backend::Gl {
+        "without one, Mesa's Vulkan software adapter beats GL (`apt-get install mesa-vulkan-drivers`)"
+    } else {
+        "without one, the CPU prover is faster (BELLMAN_NO_GPU=1)"
+    };
+    Some(format!(
+        "{} is a software adapter, running on the CPU: a GPU needs its Vulkan driver; {faster}",
+        gpu.describe()
+    ))
+}
+
 /// What the command line reports: the library's errors, and the mistakes around them that
 /// only the command line can make (files, arguments).
 #[derive(Debug, thiserror::Error)]

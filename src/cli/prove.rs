@@ -147,6 +147,9 @@ pub fn run(
     let rs = (Scalar::random(OsRng), Scalar::random(OsRng));
     let timeline = options.trace.as_ref().map(|_| Arc::new(Timeline::new()));
     let engine = open_engine(selector, options.vram_budget_mib.map(|mib| mib << 20))?;
+    if let Some(note) = engine.device().and_then(super::software_adapter_note) {
+        out.fact("note", note.as_str(), format!("note: {note}"));
+    }
     let (proof, report) =
         prove_on(engine, &params, &circuit, rs, timeline.clone()).map_err(|e| match e {
             Error::ParamsMismatch(why) => CliError::Invalid(format!(

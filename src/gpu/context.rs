@@ -121,10 +121,37 @@ pub fn parse_power(setting: &'static str, value: &str) -> Result<wgpu::PowerPref
     }
 }
 
+/// Prepares the process for opening adapters quietly; runs once, before the first instance.
+///
+/// Mesa's Vulkan device-select layer (an implicit layer of every Mesa install) asks the display
+/// servers which GPU is the default, and without `XDG_RUNTIME_DIR` libwayland prints "error:
+/// XDG_RUNTIME_DIR is invalid or not set in the environment." for each probe: two to four
+/// lines on stderr in every container, ssh command, cron job and service. We choose adapters
+/// ourselves ([`select_adapters`]), so the layer adds nothing; when there is no runtime
+/// directory (so no display to ask) and the layer is not configured (`NODEVICE_SELECT`,
+/// `MESA_VK_DEVICE_SELECT`), it is switched off through its own `NODEVICE_SELECT=1`.
+///
+/// The Vulkan loader reads the variable when an instance is created, so it is set then, once.
+/// Setting a variable races with C code reading the environment on other threads: programs
+/// should call this first thing in `main` (the CLI does), before they start threads.
+pub fn prepare_environment() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let unset = |name| std::env::var_os(name).is_none();
+        if unset("XDG_RUNTIME_DIR") && unset("NODEVICE_SELECT") && unset("MESA_VK_DEVICE_SELECT") {
+            std::env::set_var("NODEVICE_SELECT", "1");
+        }
+    });
+}
+
 fn new_instance(backends: wgpu::Backends) -> wgpu::Instance {
+    prepare_environment();
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends;
-    desc.flags = wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL.with_env();
+    // No indirect-call validation: the kernels dispatch nothing indirectly, and its compute
+    // pipeline, built with every device, failed on NVIDIA's GL adapter with a logged ERROR
+    // before the device request did.
+    desc.flags = wgpu::InstanceFlags::empty().with_env();
     wgpu::Instance::new(desc)
 }
 

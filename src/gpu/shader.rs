@@ -26,6 +26,25 @@ impl WideMul {
             WideMul::Int64 => include_str!("../../shaders/wide_mul_int64.wgsl"),
         }
     }
+
+    /// Fq with its multiplication as this path writes it: unrolled on the int64 path (the
+    /// fastest code measured on the H200), rolled on the portable path, which serves GL and
+    /// software adapters, where compiling the unrolled form took most of a cold run
+    /// (BENCHMARKS.md, "Cold start on llvmpipe GL").
+    fn fq(self) -> [&'static str; 2] {
+        match self {
+            WideMul::Portable => [FQ, include_str!("../../shaders/gen/fq_mul_rolled.wgsl")],
+            WideMul::Int64 => [FQ, include_str!("../../shaders/gen/fq_mul_unrolled.wgsl")],
+        }
+    }
+
+    /// Fr as [`fq`](Self::fq) writes Fq.
+    fn fr(self) -> [&'static str; 2] {
+        match self {
+            WideMul::Portable => [FR, include_str!("../../shaders/gen/fr_mul_rolled.wgsl")],
+            WideMul::Int64 => [FR, include_str!("../../shaders/gen/fr_mul_unrolled.wgsl")],
+        }
+    }
 }
 
 impl fmt::Display for WideMul {
@@ -166,12 +185,37 @@ impl Program {
 
     /// The full WGSL text for one variant.
     pub fn source(self, wide: WideMul) -> String {
+        let [fq, fq_mul] = wide.fq();
+        let [fr, fr_mul] = wide.fr();
         let libraries: &[&str] = match self {
-            Program::FieldOps | Program::FieldBench => &[LIMBS, wide.source(), FQ, FR, FQ2],
+            Program::FieldOps | Program::FieldBench => {
+                &[LIMBS, wide.source(), fq, fq_mul, fr, fr_mul, FQ2]
+            }
             Program::Int64Bench | Program::Scan => &[],
-            Program::MsmG1 => &[DISPATCH, LIMBS, wide.source(), FQ, FR, G1_FIELD, CURVE],
-            Program::MsmG2 => &[DISPATCH, LIMBS, wide.source(), FQ, FR, FQ2, G2_FIELD, CURVE],
-            Program::Ntt => &[DISPATCH, LIMBS, wide.source(), FR],
+            Program::MsmG1 => &[
+                DISPATCH,
+                LIMBS,
+                wide.source(),
+                fq,
+                fq_mul,
+                fr,
+                fr_mul,
+                G1_FIELD,
+                CURVE,
+            ],
+            Program::MsmG2 => &[
+                DISPATCH,
+                LIMBS,
+                wide.source(),
+                fq,
+                fq_mul,
+                fr,
+                fr_mul,
+                FQ2,
+                G2_FIELD,
+                CURVE,
+            ],
+            Program::Ntt => &[DISPATCH, LIMBS, wide.source(), fr, fr_mul],
         };
         let mut text = String::new();
         for part in libraries.iter().chain([&self.main_source()]) {

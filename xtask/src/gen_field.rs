@@ -44,7 +44,35 @@ pub fn outputs() -> Vec<(&'static str, String)> {
     vec![
         ("shaders/gen/fq.wgsl", generate(&FQ)),
         ("shaders/gen/fr.wgsl", generate(&FR)),
+        (
+            "shaders/gen/fq_mul_unrolled.wgsl",
+            generate_mul(&FQ, MulForm::Unrolled),
+        ),
+        (
+            "shaders/gen/fr_mul_unrolled.wgsl",
+            generate_mul(&FR, MulForm::Unrolled),
+        ),
+        (
+            "shaders/gen/fq_mul_rolled.wgsl",
+            generate_mul(&FQ, MulForm::Rolled),
+        ),
+        (
+            "shaders/gen/fr_mul_rolled.wgsl",
+            generate_mul(&FR, MulForm::Rolled),
+        ),
     ]
+}
+
+/// How a field's Montgomery multiplication is written out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum MulForm {
+    /// Every round written out: the fastest code on the H200 (int64 path).
+    Unrolled,
+    /// One round in a loop over b's limbs, b shifted down a limb per round so that every
+    /// index is a constant (an index by the loop counter makes Mesa unroll the loop again).
+    /// A twelfth of the code: llvmpipe's LLVM spent most of a cold GL run compiling the
+    /// unrolled form (BENCHMARKS.md, "Cold start on llvmpipe GL").
+    Rolled,
 }
 
 fn limbs_of(x: &BigUint, n: usize) -> Vec<u32> {
@@ -69,6 +97,38 @@ fn mont_inv32(p0: u32) -> u32 {
     inv.wrapping_neg()
 }
 
+/// What the generated code of one field needs: limbs of p, R mod p, R^2 mod p, -p^-1 mod 2^32.
+struct Constants {
+    n: usize,
+    p_limbs: Vec<u32>,
+    r: BigUint,
+    r2: BigUint,
+    inv: u32,
+}
+
+impl Constants {
+    fn of(spec: &FieldSpec) -> Self {
+        let n = spec.limbs;
+        let p = BigUint::parse_bytes(spec.modulus_hex.as_bytes(), 16).expect("modulus hex");
+        let p_limbs = limbs_of(&p, n);
+        // The no-carry CIOS multiply and the carry-free add need one spare bit at the top.
+        assert!(
+            p_limbs[n - 1] < 0x7fff_fffe,
+            "{}: the top limb leaves no spare bit",
+            spec.prefix
+        );
+        let r = (BigUint::one() << (32 * n)) % &p;
+        assert!(!r.is_zero());
+        Constants {
+            n,
+            r2: (&r * &r) % &p,
+            r,
+            inv: mont_inv32(p_limbs[0]),
+            p_limbs,
+        }
+    }
+}
+
 /// `writeln!` into a String, which cannot fail.
 macro_rules! emit {
     ($w:expr, $($arg:tt)*) => {
@@ -76,19 +136,11 @@ macro_rules! emit {
     };
 }
 
+/// Everything of the field but its multiplication ([`generate_mul`]).
 pub fn generate(spec: &FieldSpec) -> String {
-    let n = spec.limbs;
-    let p = BigUint::parse_bytes(spec.modulus_hex.as_bytes(), 16).expect("modulus hex");
-    let p_limbs = limbs_of(&p, n);
-    // The no-carry CIOS multiply and the carry-free add need one spare bit at the top.
-    assert!(
-        p_limbs[n - 1] < 0x7fff_fffe,
-        "{}: the top limb leaves no spare bit",
-        spec.prefix
-    );
-    let r = (BigUint::one() << (32 * n)) % &p;
-    let r2 = (&r * &r) % &p;
-    let inv = mont_inv32(p_limbs[0]);
+    let Constants {
+        n, p_limbs, r, r2, ..
+    } = Constants::of(spec);
     let (f, t) = (spec.prefix, spec.type_name);
 
     let mut s = String::new();
@@ -105,7 +157,8 @@ pub fn generate(spec: &FieldSpec) -> String {
     );
     emit!(
         w,
-        "// Needs limbs.wgsl (adc, sbb) and one wide-multiply file (mac).\n"
+        "// Needs limbs.wgsl (adc, sbb) and one of the field's multiplication files ({}_mul_*.wgsl).\n",
+        f
     );
     emit!(w, "alias {t} = array<u32, {n}>;\n");
     emit!(w, "const {}_LIMBS: u32 = {n}u;\n", f.to_uppercase());
@@ -195,38 +248,6 @@ pub fn generate(spec: &FieldSpec) -> String {
         "fn {f}_double(a: {t}) -> {t} {{ return {f}_add(a, a); }}\n"
     );
 
-    // Montgomery multiplication, CIOS without the extra carry word (valid with a spare top bit).
-    emit!(w, "// Montgomery product a·b·R^-1 mod p: CIOS with the carry word elided (p has a spare top bit).");
-    emit!(w, "fn {f}_mul(a: {t}, b: {t}) -> {t} {{");
-    for i in 0..n {
-        emit!(w, "    var t{i} = 0u;");
-    }
-    emit!(
-        w,
-        "    var x: vec2<u32>;\n    var y: vec2<u32>;\n    var m: u32;"
-    );
-    for i in 0..n {
-        emit!(w, "    // round {i}");
-        emit!(w, "    x = mac(t0, a[0], b[{i}], 0u); t0 = x.x;");
-        emit!(w, "    m = t0 * 0x{inv:08x}u;");
-        emit!(w, "    y = mac(t0, m, 0x{:08x}u, 0u);", p_limbs[0]);
-        for (j, pj) in p_limbs.iter().enumerate().skip(1) {
-            emit!(w, "    x = mac(t{j}, a[{j}], b[{i}], x.y); t{j} = x.x;");
-            emit!(
-                w,
-                "    y = mac(t{j}, m, 0x{pj:08x}u, y.y); t{} = y.x;",
-                j - 1
-            );
-        }
-        emit!(w, "    t{} = x.y + y.y;", n - 1);
-    }
-    let ts: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
-    emit!(
-        w,
-        "    return {f}_reduce_once({t}({}));\n}}\n",
-        ts.join(", ")
-    );
-
     emit!(
         w,
         "fn {f}_square(a: {t}) -> {t} {{ return {f}_mul(a, a); }}\n"
@@ -252,7 +273,79 @@ pub fn generate(spec: &FieldSpec) -> String {
         "fn {f}_from_montgomery(a: {t}) -> {t} {{\n    return {f}_mul(a, {});\n}}",
         literal(&one, t)
     );
-    debug_assert!(!r.is_zero());
+    s
+}
+
+/// `{f}_mul` written in `form`; needs the field's own file and a wide-multiply file (mac).
+pub fn generate_mul(spec: &FieldSpec, form: MulForm) -> String {
+    let Constants {
+        n, p_limbs, inv, ..
+    } = Constants::of(spec);
+    let (f, t) = (spec.prefix, spec.type_name);
+    let form_name = match form {
+        MulForm::Unrolled => "unrolled",
+        MulForm::Rolled => "rolled",
+    };
+
+    let mut s = String::new();
+    let w = &mut s;
+    emit!(
+        w,
+        "// @generated by `cargo xtask gen` from xtask/src/gen_field.rs: do not edit."
+    );
+    emit!(
+        w,
+        "// {}: Montgomery multiplication, {form_name} (see `MulForm` there).",
+        spec.description
+    );
+    emit!(w, "// Needs {f}.wgsl and one wide-multiply file (mac).\n");
+    // Montgomery multiplication, CIOS without the extra carry word (valid with a spare top bit).
+    emit!(w, "// Montgomery product a·b·R^-1 mod p: CIOS with the carry word elided (p has a spare top bit).");
+    emit!(w, "fn {f}_mul(a: {t}, b: {t}) -> {t} {{");
+    for i in 0..n {
+        emit!(w, "    var t{i} = 0u;");
+    }
+    emit!(
+        w,
+        "    var x: vec2<u32>;\n    var y: vec2<u32>;\n    var m: u32;"
+    );
+    // One round: t = (t + a·limb + m·p) / 2^32, with m making the low word vanish.
+    let round = |w: &mut String, indent: &str, limb: &str| {
+        emit!(w, "{indent}x = mac(t0, a[0], {limb}, 0u); t0 = x.x;");
+        emit!(w, "{indent}m = t0 * 0x{inv:08x}u;");
+        emit!(w, "{indent}y = mac(t0, m, 0x{:08x}u, 0u);", p_limbs[0]);
+        for (j, pj) in p_limbs.iter().enumerate().skip(1) {
+            emit!(w, "{indent}x = mac(t{j}, a[{j}], {limb}, x.y); t{j} = x.x;");
+            emit!(
+                w,
+                "{indent}y = mac(t{j}, m, 0x{pj:08x}u, y.y); t{} = y.x;",
+                j - 1
+            );
+        }
+        emit!(w, "{indent}t{} = x.y + y.y;", n - 1);
+    };
+    match form {
+        MulForm::Unrolled => {
+            for i in 0..n {
+                emit!(w, "    // round {i}");
+                round(w, "    ", &format!("b[{i}]"));
+            }
+        }
+        MulForm::Rolled => {
+            let shifted: Vec<String> = (1..n).map(|i| format!("rest[{i}]")).collect();
+            emit!(w, "    var rest = b;");
+            emit!(w, "    for (var i = 0u; i < {n}u; i++) {{");
+            round(w, "        ", "rest[0]");
+            emit!(w, "        rest = {t}({}, 0u);", shifted.join(", "));
+            emit!(w, "    }}");
+        }
+    }
+    let ts: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+    emit!(
+        w,
+        "    return {f}_reduce_once({t}({}));\n}}\n",
+        ts.join(", ")
+    );
     s
 }
 
