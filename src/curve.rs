@@ -4,8 +4,7 @@
 //! (0, 0)); the kernels return XYZZ accumulators, which become blstrs' Jacobian points here
 //! without an inversion.
 
-use crate::field::GpuField;
-use crate::gpu::Program;
+use crate::field::{wgsl, GpuField};
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -25,8 +24,11 @@ pub trait GpuCurve: Send + Sync + 'static {
     type Base: GpuField + ff::Field;
 
     const NAME: &'static str;
-    /// The MSM program built over this curve's coordinate field.
-    const MSM_PROGRAM: Program;
+    /// Name of the curve's MSM program in labels and messages.
+    const MSM_NAME: &'static str;
+    /// The WGSL of the coordinate field under the name `Field` (over Fq's, which programs
+    /// include first), for `shaders/curve.wgsl`.
+    const FIELD_WGSL: &'static [&'static str];
     /// Default sorted entries per MSM accumulation thread, measured on the H200: G1 is flat
     /// over 16..128 (64 keeps 2^24 points in one chunk under a 2 GiB binding limit); G2 at
     /// 2^22 (9685ae2) took 362.6 ms with 8 (4 chunks), 335.2 with 16 (2 chunks), 314.4
@@ -61,6 +63,9 @@ pub trait GpuCurve: Send + Sync + 'static {
         Self::from_jacobian(x * zz * zzz2, y * zz.square() * zz * zzz2, z)
     }
 }
+
+/// XYZZ point addition over `Field` (shaders/curve.wgsl), after a curve's [`GpuCurve::FIELD_WGSL`].
+pub const CURVE_WGSL: &str = include_str!("../shaders/curve.wgsl");
 
 // SAFETY (both impls): G1Affine / G2Affine are repr(transparent) over blst's affine points,
 // two coordinates of Fp / Fp2 with no padding.
@@ -104,7 +109,8 @@ impl GpuCurve for G1 {
     type Projective = G1Projective;
     type Base = Fp;
     const NAME: &'static str = "g1";
-    const MSM_PROGRAM: Program = Program::MsmG1;
+    const MSM_NAME: &'static str = "MsmG1";
+    const FIELD_WGSL: &'static [&'static str] = &[include_str!("../shaders/g1_field.wgsl")];
     const SEGMENT: u32 = 64;
 
     fn affine_bytes(points: &[G1Affine]) -> &[u8] {
@@ -126,7 +132,9 @@ impl GpuCurve for G2 {
     type Projective = G2Projective;
     type Base = Fp2;
     const NAME: &'static str = "g2";
-    const MSM_PROGRAM: Program = Program::MsmG2;
+    const MSM_NAME: &'static str = "MsmG2";
+    const FIELD_WGSL: &'static [&'static str] =
+        &[wgsl::FQ2, include_str!("../shaders/g2_field.wgsl")];
     const SEGMENT: u32 = 32;
 
     fn affine_bytes(points: &[G2Affine]) -> &[u8] {

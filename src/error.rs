@@ -81,6 +81,11 @@ pub enum Error {
     #[error("invalid input: {0}")]
     InvalidInput(String),
 
+    /// A failure of this crate's own making (a thread that could not start, a result that
+    /// never arrived): a bug to report, not something the CPU path would avoid.
+    #[error("internal error: {0}")]
+    Internal(String),
+
     /// The circuit itself failed while synthesizing (missing assignment, division by zero...).
     #[error("circuit synthesis failed: {0}")]
     Synthesis(#[from] bellperson::SynthesisError),
@@ -129,10 +134,11 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the CPU path would fail the same way (the inputs are wrong), so a GPU error of
-    /// this kind is returned rather than answered by falling back to the CPU.
-    pub fn is_bad_input(&self) -> bool {
-        matches!(self, Error::InvalidInput(_))
+    /// Whether this is the GPU failing (a lost device, an allocation or a pipeline refused, a
+    /// wrong result), which the CPU path answers. Bad input and internal errors would meet
+    /// the CPU path just the same, so they are returned instead.
+    pub fn is_gpu_failure(&self) -> bool {
+        !matches!(self, Error::InvalidInput(_) | Error::Internal(_))
     }
 
     pub(crate) fn device(context: impl fmt::Display, err: impl fmt::Display) -> Self {

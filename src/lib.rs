@@ -1,13 +1,14 @@
 //! wgpu-groth16: a Groth16 prover for BLS12-381 whose MSM and NTT kernels are WGSL compute
 //! shaders run through wgpu.
 //!
-//! Layout: [`gpu`] opens devices and builds pipelines from the WGSL in `shaders/`;
-//! [`field`] is the host side of the field elements those shaders compute on, with the CPU
-//! reference (blstrs) behind the same seam as the GPU kernels; [`curve`] and [`msm`] build
-//! Pippenger multi-scalar multiplication for G1 and G2 on them; [`ntt`] the transforms over
-//! Fr that the H polynomial needs, equal to bellperson's; [`groth16`] synthesizes bellperson
-//! circuits, reads `.params` files and proves with them; [`timeline`] records
-//! what ran where, for traces.
+//! Layout, bottom up: [`gpu`] opens devices, validates and compiles the programs the modules
+//! above declare, and holds typed device vectors, the buffer pool and the waits; [`field`]
+//! is the host side of the field elements the shaders compute on, with the CPU reference
+//! (blstrs) behind the same seam as the GPU kernels; [`curve`] and [`msm`] build Pippenger
+//! multi-scalar multiplication for G1 and G2 on them; [`ntt`] the transforms over Fr that the
+//! H polynomial needs, equal to bellperson's; [`groth16`] synthesizes bellperson circuits,
+//! reads `.params` files and proves with them through one engine seam (GPU or CPU);
+//! [`timeline`] records what ran where, for traces.
 
 pub mod curve;
 pub mod error;
@@ -19,3 +20,20 @@ pub mod ntt;
 pub mod timeline;
 
 pub use error::{Error, Result};
+pub use groth16::engine::{msm_g1, msm_g2};
+
+use gpu::program::ProgramInfo;
+
+/// Every compute program of the crate, as its module declares it: what the shader tests and
+/// `cargo xtask validate-shaders` check, with no GPU.
+pub fn programs() -> Vec<ProgramInfo> {
+    vec![
+        ProgramInfo::of::<field::ops::FieldOpsProgram>(),
+        ProgramInfo::of::<field::bench::FieldBenchProgram>(),
+        ProgramInfo::of::<field::bench::Int64BenchProgram>(),
+        ProgramInfo::of::<msm::program::ScanProgram>(),
+        ProgramInfo::of::<msm::program::MsmProgram<curve::G1>>(),
+        ProgramInfo::of::<msm::program::MsmProgram<curve::G2>>(),
+        ProgramInfo::of::<ntt::program::NttProgram>(),
+    ]
+}

@@ -6,9 +6,9 @@ mod common;
 use blstrs::{Fp, Fp2, Scalar};
 use common::{field_kernels, gpu, Target};
 use wgpu_groth16::field::check::check_op;
-use wgpu_groth16::field::ops::{FieldOp, ReferenceField};
+use wgpu_groth16::field::ops::{FieldOp, FieldOpsProgram, ReferenceField};
 use wgpu_groth16::field::samples::SampleField;
-use wgpu_groth16::gpu::{Program, WideMul};
+use wgpu_groth16::gpu::WideMul;
 use wgpu_groth16::Error;
 
 const RANDOM_PAIRS: usize = 512;
@@ -124,8 +124,6 @@ fn int64_variant_is_refused_on_an_adapter_without_int64() {
         !gl.capabilities.int64,
         "expected the GL backend to lack int64"
     );
-    let err = gl
-        .compile(Program::FieldOps, WideMul::Int64, &["fq_ops"])
-        .unwrap_err();
+    let err = gl.compile::<FieldOpsProgram>(WideMul::Int64).unwrap_err();
     assert!(matches!(err, Error::MissingFeature { .. }), "{err}");
 }

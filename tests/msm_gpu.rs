@@ -12,7 +12,7 @@ use group::Curve;
 use wgpu_groth16::curve::{sample_bases, GpuCurve, G1, G2};
 use wgpu_groth16::field::samples::sample_scalars;
 use wgpu_groth16::gpu::WideMul;
-use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
+use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels, Scalars};
 
 fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
     sample_bases::<C>(seed, n)
@@ -223,7 +223,7 @@ fn more_scalars_than_bases_is_refused() {
 fn msm_g1_with_the_default_device_equals_blstrs() {
     let b = bases::<G1>(13, 300);
     let s = sample_scalars(14, 300, true);
-    let gpu = wgpu_groth16::msm::msm_g1(&b, &s).unwrap();
+    let gpu = wgpu_groth16::msm_g1(&b, &s).unwrap();
     assert_eq!(gpu, msm_cpu::<G1>(&b, &s).unwrap());
 }
 
@@ -256,7 +256,7 @@ fn msm_g1_from_device_scalars_equals_blstrs() {
     let b = bases::<G1>(11, n);
     let s = filecoin_like_scalars(12, 2048);
     let on_device = ntt.upload(&s, 11).unwrap();
-    assert!(on_device.parts.len() > 1, "parts of 128 elements");
+    assert!(on_device.parts().len() > 1, "parts of 128 elements");
     let chunked = kernels.with_config(MsmConfig {
         max_binding_bytes: Some(256 << 10),
         ..Default::default()
@@ -265,7 +265,7 @@ fn msm_g1_from_device_scalars_equals_blstrs() {
     for kernels in [kernels, &chunked] {
         let resident = kernels.upload_bases(&b).unwrap();
         let gpu = kernels
-            .msm_from(&resident, on_device.as_scalars(n))
+            .msm_from(&resident, Scalars::Device(&on_device, n))
             .unwrap();
         assert_eq!(gpu, msm_cpu::<G1>(&b, &s[..n]).unwrap());
     }

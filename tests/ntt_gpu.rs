@@ -174,10 +174,10 @@ fn parts_path_equals_bellperson(wide: WideMul) {
         let values = random::<Scalar>(200 + log_n as u64, 1 << log_n);
         let vector = kernels.upload(&values, log_n).unwrap();
         assert_eq!(
-            vector.parts.len() > 1,
+            vector.parts().len() > 1,
             log_n > 7,
             "2^{log_n} in {} parts",
-            vector.parts.len()
+            vector.parts().len()
         );
         assert_equals_bellperson(kernels, &values, "random values in parts");
     }

@@ -82,7 +82,7 @@ fn the_budget_is_never_exceeded() {
     assert_eq!(two.size(), 2 * MIB);
     assert!(pool.stats().allocated_bytes <= 3 * MIB);
     assert!(
-        !pool.set_aside(2 * MIB),
+        pool.set_aside(2 * MIB).is_none(),
         "resident data counts against the budget"
     );
 }

@@ -16,15 +16,14 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use wgpu_groth16::gpu::waits as wait_stages;
+use wgpu_groth16::gpu::waits::{self as wait_stages, Stage};
 use wgpu_groth16::gpu::GpuContext;
 use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
 };
-use wgpu_groth16::groth16::prover::Engine;
 use wgpu_groth16::groth16::synthesis::public_inputs;
-use wgpu_groth16::groth16::{PointCheck, Prover, ProvingParameters};
+use wgpu_groth16::groth16::{PointCheck, Prover, ProverEngine, ProvingParameters};
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
@@ -39,15 +38,15 @@ fn params_for<C: Circuit<Scalar>>(blank: C, seed: u64) -> Parameters<Bls12> {
 
 /// The engines every proof goes through: the CPU, and the GPU when there is one (built once
 /// per test binary: compiling the MSM and NTT pipelines on lavapipe takes a while).
-fn engines() -> Vec<Arc<Engine>> {
-    static GPU: OnceLock<Option<Arc<Engine>>> = OnceLock::new();
+fn engines() -> Vec<Arc<ProverEngine>> {
+    static GPU: OnceLock<Option<Arc<ProverEngine>>> = OnceLock::new();
     let gpu = GPU.get_or_init(|| {
         let gpu = common::gpu(common::Target::Native)?.clone();
         Some(Arc::new(
-            Engine::on_device(gpu, MsmConfig::default()).expect("GPU engine"),
+            ProverEngine::on_device(gpu, MsmConfig::default()).expect("GPU engine"),
         ))
     });
-    let mut engines = vec![Arc::new(Engine::Cpu)];
+    let mut engines = vec![Arc::new(ProverEngine::cpu())];
     engines.extend(gpu.clone());
     engines
 }
@@ -155,7 +154,7 @@ fn random_proofs_verify() {
 #[test]
 fn parameters_of_another_circuit_are_refused() {
     let params = params_for(BitsHeavy::blank(100), 8);
-    let prover = Prover::with_engine(&params, Arc::new(Engine::Cpu), None).unwrap();
+    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None).unwrap();
     let err = prover
         .prove(BitsHeavy::new(vec![true; 120]), Scalar::ONE, Scalar::ONE)
         .unwrap_err();
@@ -173,7 +172,7 @@ fn parameters_of_another_circuit_are_refused() {
 #[test]
 fn batch_of_two_shapes_is_refused() {
     let params = params_for(FilecoinLike::blank(8).unwrap(), 9);
-    let prover = Prover::with_engine(&params, Arc::new(Engine::Cpu), None).unwrap();
+    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None).unwrap();
     let circuits = vec![
         FilecoinLike::new(8, 1).unwrap(),
         FilecoinLike::new(9, 2).unwrap(),
@@ -231,7 +230,7 @@ fn bad_parameter_files_give_their_errors() {
     let read = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap();
     std::fs::remove_file(&path).unwrap();
     let circuit = SingleConstraint::new(Scalar::from(2u64), Scalar::from(9u64));
-    let prover = Prover::with_engine(read, Arc::new(Engine::Cpu), None).unwrap();
+    let prover = Prover::with_engine(read, Arc::new(ProverEngine::cpu()), None).unwrap();
     let proof = prover
         .prove(circuit.clone(), Scalar::ONE, Scalar::ONE)
         .unwrap();
@@ -246,7 +245,7 @@ fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
     };
     // A device of its own: this test destroys it.
     let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
-    let engine = Arc::new(Engine::on_device(own, MsmConfig::default()).unwrap());
+    let engine = Arc::new(ProverEngine::on_device(own, MsmConfig::default()).unwrap());
     let params = params_for(BitsHeavy::blank(200), 11);
     let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
     let circuit = BitsHeavy::new((0..200).map(|i| i % 3 == 0).collect());
@@ -271,7 +270,7 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
     let params = params_for(FilecoinLike::blank(8).unwrap(), 12);
     let timeline = Arc::new(Timeline::new());
     // One worker: its proofs' step times add up to less than the wall time.
-    let prover = Prover::with_engine(&params, Arc::new(Engine::Cpu), None)
+    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None)
         .unwrap()
         .with_workers(1)
         .with_timeline(timeline.clone());
@@ -315,14 +314,14 @@ const BUDGET: u64 = 5568 << 10;
 /// (its own device: the pool accounting of the shared engine is shared with the other
 /// tests), and a guard that keeps the tests using it from running at once (they read its
 /// pool's accounting).
-fn budget_engine() -> Option<(Arc<Engine>, std::sync::MutexGuard<'static, ()>)> {
+fn budget_engine() -> Option<(Arc<ProverEngine>, std::sync::MutexGuard<'static, ()>)> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    static ENGINE: OnceLock<Option<Arc<Engine>>> = OnceLock::new();
+    static ENGINE: OnceLock<Option<Arc<ProverEngine>>> = OnceLock::new();
     ENGINE
         .get_or_init(|| {
             let gpu = common::gpu(common::Target::Native)?;
             let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
-            let engine = Engine::on_device_within(own, MsmConfig::default(), Some(BUDGET));
+            let engine = ProverEngine::on_device_within(own, MsmConfig::default(), Some(BUDGET));
             Some(Arc::new(engine.unwrap()))
         })
         .clone()
@@ -338,9 +337,7 @@ fn a_vram_budget_below_one_proof_is_refused() {
         return;
     };
     let params = params_for(FilecoinLike::blank(12).unwrap(), 13);
-    let Engine::Gpu(gpu) = engine.as_ref() else {
-        unreachable!("a GPU engine")
-    };
+    let gpu = engine.gpu_engine().expect("a GPU engine");
     let (per_proof, workspaces) = gpu.proof_bytes(&params.clone().into()).unwrap();
     assert!(
         per_proof + workspaces > BUDGET,
@@ -362,9 +359,7 @@ fn bases_over_the_budget_are_uploaded_per_msm_and_proofs_still_equal_bellperson(
     };
     let params = params_for(FilecoinLike::blank(10).unwrap(), 14);
     let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
-    let Engine::Gpu(gpu) = engine.as_ref() else {
-        unreachable!("a GPU engine")
-    };
+    let gpu = engine.gpu_engine().expect("a GPU engine");
     assert_eq!(
         gpu.pool().stats().allocated_bytes,
         0,
@@ -392,9 +387,7 @@ fn the_pool_does_not_grow_over_fifty_proofs() {
     };
     let params = params_for(SingleConstraint::blank(), 15);
     let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
-    let Engine::Gpu(gpu) = engine.as_ref() else {
-        unreachable!("a GPU engine")
-    };
+    let gpu = engine.gpu_engine().expect("a GPU engine");
     let circuit = SingleConstraint::new(Scalar::from(5u64), Scalar::from(6u64));
     let expected = create_proof(circuit.clone(), &params, Scalar::ONE, Scalar::ONE).unwrap();
     let mut after_first = None;
@@ -482,11 +475,11 @@ fn no_wait_happens_in_the_staging_stage() {
     assert_eq!(proofs.len(), 6);
     let stages = wait_stages::take_recorded();
     assert!(
-        stages.contains(&Some("compute")),
+        stages.contains(&Some(Stage::Compute)),
         "no wait recorded in the compute stage: {stages:?}"
     );
     assert!(
-        !stages.contains(&Some("staging")),
+        !stages.contains(&Some(Stage::Staging)),
         "a wait in the staging stage: {stages:?}"
     );
 }
@@ -497,7 +490,7 @@ fn provers_of_one_batch_must_share_parameters() {
         params_for(SingleConstraint::blank(), 17),
         params_for(SingleConstraint::blank(), 18),
     );
-    let cpu = || Arc::new(Engine::Cpu);
+    let cpu = || Arc::new(ProverEngine::cpu());
     let provers = [
         Prover::with_engine(&one, cpu(), None).unwrap(),
         Prover::with_engine(&other, cpu(), None).unwrap(),

@@ -242,7 +242,7 @@ pub fn ntt(
             let t = Instant::now();
             gpu.wait_for(kernels.h_resident(&da, &db, &dc)?)?;
             best_resident = best_resident.min(t.elapsed());
-            h_resident = kernels.download(&da)?;
+            h_resident = da.download(&gpu)?;
             h_resident.truncate((1 << log_n) - 1);
         }
         let cpu = reference(&|| h_coefficients_cpu(&a, b, &c))?;

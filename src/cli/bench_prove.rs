@@ -16,9 +16,9 @@ use wgpu_groth16::gpu::context::select_adapters;
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
 use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::circuits::FilecoinLike;
-use wgpu_groth16::groth16::prover::Engine;
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{ProveReport, Prover, ProvingParameters};
+use wgpu_groth16::groth16::{ProverEngine, Step};
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Result;
@@ -91,7 +91,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
         .into_iter()
         .take(options.gpus.max(1))
         .map(|adapter| {
-            Ok(Arc::new(Engine::on_device(
+            Ok(Arc::new(ProverEngine::on_device(
                 GpuContext::from_adapter(adapter)?,
                 MsmConfig::default(),
             )?))
@@ -192,20 +192,7 @@ fn print_row(
     equal: Option<bool>,
 ) {
     let per = |d: Duration| d / report.proofs as u32;
-    let each = [
-        report.synthesis,
-        report.staging,
-        report.scalar_selection,
-        report.h,
-        report.msm_h,
-        report.msm_l,
-        report.msm_a,
-        report.msm_b_g1,
-        report.msm_b_g2,
-        report.assembly,
-    ]
-    .map(|d| ms(per(d)))
-    .join(" | ");
+    let each = Step::ALL.map(|step| ms(per(report.time(step)))).join(" | ");
     let speed_up = cpu.map_or("-".into(), |c| {
         format!("{:.1}x", c.as_secs_f64() / per(total).as_secs_f64())
     });

@@ -15,14 +15,14 @@ use wgpu_groth16::curve::{sample_bases, G1, G2};
 use wgpu_groth16::field::samples::sample_scalars;
 use wgpu_groth16::gpu::context::{enumerate_adapters, has_compute};
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
-use wgpu_groth16::groth16::prover::Engine;
-use wgpu_groth16::groth16::ProvingParameters;
-use wgpu_groth16::msm::{msm_cpu, MsmConfig};
-use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttOp};
+use wgpu_groth16::groth16::engine::{CpuEngine, Engine};
+use wgpu_groth16::groth16::{ProverEngine, ProvingParameters};
+use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::ntt::NttOp;
 use wgpu_groth16::{Error, Result};
 
 use super::output::{stage, Cell, Output, Table};
-use super::prove::{proof_bytes, prove_on, total};
+use super::prove::{proof_bytes, prove_on};
 use super::setup::{self, BuiltIn, CircuitArgs};
 use super::CliResult;
 
@@ -77,25 +77,40 @@ impl KernelJobs {
         format!("{what} 2^{}", self.log_n)
     }
 
-    /// Runs `kernel` on `engine`'s device, or on the CPU (blstrs, bellperson) for
-    /// `Engine::Cpu`: the result as bytes (compressed points, little-endian scalars) and the
-    /// wall time, transfers included.
-    pub fn run(&self, kernel: Kernel, engine: &Engine) -> Result<(Vec<u8>, Duration)> {
+    /// Runs `kernel` on `engine`'s device, or on the CPU (blstrs, bellperson) for an engine
+    /// without one, never falling back: the result as bytes (compressed points, little-endian
+    /// scalars) and the wall time, transfers included.
+    pub fn run(&self, kernel: Kernel, engine: &ProverEngine) -> Result<(Vec<u8>, Duration)> {
+        match engine.gpu_engine() {
+            Some(gpu) => self.run_on(kernel, gpu),
+            None => self.run_on(kernel, &CpuEngine),
+        }
+    }
+
+    fn run_on<E: Engine>(&self, kernel: Kernel, engine: &E) -> Result<(Vec<u8>, Duration)> {
         let g1 = |p: blstrs::G1Projective| p.to_affine().to_compressed().to_vec();
         let g2 = |p: blstrs::G2Projective| p.to_affine().to_compressed().to_vec();
         let scalars = |v: Vec<Scalar>| v.iter().flat_map(Scalar::to_bytes_le).collect();
-        let (bases_g1, bases_g2, msm) = (&self.bases_g1, &self.bases_g2, &self.scalars);
-        let (a, b, c) = (&self.a, &self.b, &self.c);
+        let n = 1 << self.log_n;
         let start = Instant::now();
-        let bytes = match (engine, kernel) {
-            (Engine::Gpu(gpu), Kernel::MsmG1) => g1(gpu.g1().msm_once(bases_g1, msm)?),
-            (Engine::Cpu, Kernel::MsmG1) => g1(msm_cpu::<G1>(bases_g1, msm)?),
-            (Engine::Gpu(gpu), Kernel::MsmG2) => g2(gpu.g2().msm_once(bases_g2, msm)?),
-            (Engine::Cpu, Kernel::MsmG2) => g2(msm_cpu::<G2>(bases_g2, msm)?),
-            (Engine::Gpu(gpu), Kernel::Ntt) => scalars(gpu.ntt().transform(a, NttOp::Forward)?),
-            (Engine::Cpu, Kernel::Ntt) => scalars(ntt_cpu(a, NttOp::Forward)?),
-            (Engine::Gpu(gpu), Kernel::HStep) => scalars(gpu.ntt().h_coefficients(a, b, c)?),
-            (Engine::Cpu, Kernel::HStep) => scalars(h_coefficients_cpu(a, b, c)?),
+        let bytes = match kernel {
+            Kernel::MsmG1 => {
+                let bases = engine.bases::<G1>(&self.bases_g1, None);
+                g1(engine.msm(&bases, &engine.vector(&self.scalars), n)?)
+            }
+            Kernel::MsmG2 => {
+                let bases = engine.bases::<G2>(&self.bases_g2, None);
+                g2(engine.msm(&bases, &engine.vector(&self.scalars), n)?)
+            }
+            Kernel::Ntt => {
+                let mut values = engine.vector(&self.a);
+                engine.ntt(&mut values, NttOp::Forward)?;
+                scalars(engine.read(&values, n)?)
+            }
+            Kernel::HStep => {
+                let h = engine.h_step(engine.h_inputs(&self.a, &self.b, &self.c)?)?;
+                scalars(engine.read(&h, n - 1)?)
+            }
         };
         Ok((bytes, start.elapsed()))
     }
@@ -157,7 +172,7 @@ pub fn run(
     let all_agree = out.table("rows", &columns, 2, |t| -> CliResult<bool> {
         let mut kernels = Vec::new();
         for kernel in Kernel::ALL {
-            let (bytes, time) = jobs.run(kernel, &Engine::Cpu)?;
+            let (bytes, time) = jobs.run(kernel, &ProverEngine::cpu())?;
             t.row([
                 "CPU".into(),
                 jobs.label(kernel).into(),
@@ -167,12 +182,12 @@ pub fn run(
             ]);
             kernels.push(bytes);
         }
-        let (proof, report) = prove_on(Arc::new(Engine::Cpu), &params, &circuit, rs, None)?;
+        let (proof, report) = prove_on(Arc::new(ProverEngine::cpu()), &params, &circuit, rs, None)?;
         let proof_label = format!("proof 2^{}", report.domain.trailing_zeros());
         t.row([
             "CPU".into(),
             proof_label.clone().into(),
-            total(&report).into(),
+            report.total().into(),
             Cell::Missing,
             Cell::Missing,
         ]);
@@ -217,7 +232,7 @@ fn compare_adapter(t: &mut Table, adapter: wgpu::Adapter, reference: &Reference)
     }
     let (engine, time) = stage(&format!("building the pipelines on {backend}"), || {
         GpuContext::from_adapter(adapter)
-            .and_then(|gpu| Engine::on_device(gpu, MsmConfig::default()))
+            .and_then(|gpu| ProverEngine::on_device(gpu, MsmConfig::default()))
     });
     let engine = match engine {
         Ok(engine) => Arc::new(engine),
@@ -264,7 +279,7 @@ fn compare_adapter(t: &mut Table, adapter: wgpu::Adapter, reference: &Reference)
         Ok((proof, report)) => {
             let equal = proof_bytes(&proof) == reference.proof;
             agree &= equal;
-            row(label, Some(total(&report)), Some(equal), None);
+            row(label, Some(report.total()), Some(equal), None);
         }
         Err(e) => {
             agree = false;

@@ -18,14 +18,14 @@ use serde_json::json;
 use wgpu_groth16::field::check::check_all;
 use wgpu_groth16::field::ops::FieldKernels;
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
-use wgpu_groth16::groth16::prover::Engine;
 use wgpu_groth16::groth16::synthesis::public_inputs;
+use wgpu_groth16::groth16::ProverEngine;
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::Error;
 
 use super::compare::{Kernel, KernelJobs};
 use super::output::{stage, Cell, Output};
-use super::prove::{proof_bytes, prove_on, stages, total};
+use super::prove::{proof_bytes, prove_on, stages};
 use super::setup::{self, CircuitArgs};
 use super::{CliError, CliResult};
 
@@ -93,7 +93,7 @@ pub fn run(
 
     out.text("");
     let (engine, built) = stage("building the MSM and NTT pipelines", || {
-        Engine::on_device(gpu.clone(), MsmConfig::default())
+        ProverEngine::on_device(gpu.clone(), MsmConfig::default())
     });
     let engine = Arc::new(engine?);
     out.fact(
@@ -109,7 +109,7 @@ pub fn run(
     out.table("kernels", &columns, 1, |t| {
         for kernel in Kernel::ALL {
             let (on_gpu, gpu_time) = jobs.run(kernel, &engine)?;
-            let (on_cpu, cpu_time) = jobs.run(kernel, &Engine::Cpu)?;
+            let (on_cpu, cpu_time) = jobs.run(kernel, &ProverEngine::cpu())?;
             let label = jobs.label(kernel);
             t.row([
                 label.as_str().into(),
@@ -146,7 +146,11 @@ pub fn run(
 /// The circuit's proof on the GPU, with our CPU prover and with bellperson's (same r and s),
 /// stage by stage; then bellperson's verifier on the GPU proof with the right and a wrong
 /// public input. Returns the failed checks.
-fn prove(engine: Arc<Engine>, options: &DemoOptions, out: &mut Output) -> CliResult<Vec<String>> {
+fn prove(
+    engine: Arc<ProverEngine>,
+    options: &DemoOptions,
+    out: &mut Output,
+) -> CliResult<Vec<String>> {
     let (params, origin) = setup::cached(&options.circuit)?;
     out.fact("params", origin.as_str(), format!("parameters: {origin}"));
     let circuit = options.circuit.with_sample_witness(options.seed)?;
@@ -154,7 +158,7 @@ fn prove(engine: Arc<Engine>, options: &DemoOptions, out: &mut Output) -> CliRes
     let mut rng = ChaCha20Rng::seed_from_u64(options.seed);
     let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let (gpu_proof, gpu) = prove_on(engine.clone(), &params, &circuit, rs, None)?;
-    let (cpu_proof, cpu) = prove_on(Arc::new(Engine::Cpu), &params, &circuit, rs, None)?;
+    let (cpu_proof, cpu) = prove_on(Arc::new(ProverEngine::cpu()), &params, &circuit, rs, None)?;
     let (expected, bellperson) = stage("proving with bellperson", || {
         create_proof(circuit.clone(), &params.to_bellperson(), rs.0, rs.1)
     });
@@ -181,8 +185,8 @@ fn prove(engine: Arc<Engine>, options: &DemoOptions, out: &mut Output) -> CliRes
         }
         t.row([
             "total".into(),
-            total(&gpu).into(),
-            total(&cpu).into(),
+            gpu.total().into(),
+            cpu.total().into(),
             bellperson.into(),
         ]);
         Ok::<_, CliError>(())

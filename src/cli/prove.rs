@@ -13,12 +13,10 @@ use ff::Field;
 use rand_core::OsRng;
 use serde_json::json;
 use wgpu_groth16::gpu::AdapterSelector;
-use wgpu_groth16::groth16::prover::Engine;
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{
-    Backend, PointCheck, ProveReport, Prover, ProverConfig, ProvingParameters,
+    Backend, PointCheck, ProveReport, Prover, ProverConfig, ProverEngine, ProvingParameters, Step,
 };
-use wgpu_groth16::msm::gpu_disabled_by_env;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
@@ -60,37 +58,24 @@ pub struct ProveOptions {
 
 /// The CPU when `BELLMAN_NO_GPU` is set, otherwise the selected adapter. No adapter is an
 /// error rather than a quiet CPU fallback: the message says how to get one or opt out.
-pub fn open_engine(selector: &AdapterSelector, vram_budget: Option<u64>) -> CliResult<Arc<Engine>> {
-    if gpu_disabled_by_env() {
-        log::info!("BELLMAN_NO_GPU is set: proving on the CPU");
-        return Ok(Arc::new(Engine::Cpu));
-    }
+pub fn open_engine(
+    selector: &AdapterSelector,
+    vram_budget: Option<u64>,
+) -> CliResult<Arc<ProverEngine>> {
     let config = ProverConfig {
-        backend: Backend::Gpu(selector.clone()),
+        backend: Backend::gpu_unless_disabled(selector.clone()),
         vram_budget,
         ..Default::default()
     };
-    let (engine, _) = stage("building the GPU pipelines", || Engine::open(&config));
+    let (engine, _) = stage("building the GPU pipelines", || ProverEngine::open(&config));
     Ok(engine?)
 }
 
-/// The steps of a proof in the order the prover runs them.
-pub fn stages(report: &ProveReport) -> [(&'static str, Duration); 9] {
-    [
-        ("synthesis", report.synthesis),
-        ("staging", report.staging),
-        ("H (NTTs)", report.h),
-        ("MSM H", report.msm_h),
-        ("MSM L", report.msm_l),
-        ("MSM A", report.msm_a),
-        ("MSM B G1", report.msm_b_g1),
-        ("MSM B G2", report.msm_b_g2),
-        ("assembly", report.assembly),
-    ]
-}
-
-pub fn total(report: &ProveReport) -> Duration {
-    report.synthesis + report.after_synthesis()
+/// The steps of a proof in the order the prover runs them, with their times.
+pub fn stages(report: &ProveReport) -> Vec<(&'static str, Duration)> {
+    Step::sequence()
+        .map(|step| (step.label(), report.time(step)))
+        .collect()
 }
 
 pub fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
@@ -104,7 +89,7 @@ pub fn proof_bytes(proof: &Proof<Bls12>) -> Vec<u8> {
 /// One proof of `circuit` on `engine` and its report (the bases upload before it is not
 /// timed: it is paid once per parameter set), its stages recorded in `timeline` if given.
 pub fn prove_on(
-    engine: Arc<Engine>,
+    engine: Arc<ProverEngine>,
     params: &ProvingParameters,
     circuit: &BuiltIn,
     (r, s): (Scalar, Scalar),
@@ -223,7 +208,7 @@ pub fn run(
         for (stage, time) in stages(&report) {
             t.row([stage.into(), time.into()]);
         }
-        t.row(["total".into(), total(&report).into()]);
+        t.row(["total".into(), report.total().into()]);
         Ok::<_, CliError>(())
     })?;
     out.fact(

@@ -2,9 +2,11 @@
 //! fraction of the ceiling is visible. Measurement only; the CLI prints the table.
 
 use super::samples::random;
-use super::GpuField;
+use super::{wgsl, GpuField};
 use crate::error::{Error, Result};
-use crate::gpu::{CompiledProgram, GpuContext, Program, WideMul};
+use crate::gpu::program::{concat, UniformLayout};
+use crate::gpu::{Binding, Compiled, EntryPoint, GpuContext, Program, WideMul};
+use crate::uniform_layout;
 use blstrs::{Fp, Scalar};
 use ff::Field;
 use std::time::{Duration, Instant};
@@ -47,14 +49,122 @@ pub struct Rate {
     pub compile_time: Duration,
 }
 
-const WORKGROUP_SIZE: u32 = 256;
+/// `shaders/field_bench.wgsl`: dependent chains of multiplications, one entry point a kind.
+pub struct FieldBenchProgram;
 
-struct Kernel {
+/// `shaders/int64_bench.wgsl`: the raw u64 multiply rate (int64 devices only).
+pub struct Int64BenchProgram;
+
+/// What one throughput kernel chains, which says how its result is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Chain {
+    U32Mul,
+    Mac,
+    FqMul,
+    FrMul,
+    U64Mul,
+}
+
+/// The entry points of [`FieldBenchProgram`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldBenchEntry {
+    U32MulChain,
+    MacChain,
+    FqMulChain,
+    FrMulChain,
+}
+
+impl EntryPoint for FieldBenchEntry {
+    const ALL: &'static [Self] = &[
+        FieldBenchEntry::U32MulChain,
+        FieldBenchEntry::MacChain,
+        FieldBenchEntry::FqMulChain,
+        FieldBenchEntry::FrMulChain,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            FieldBenchEntry::U32MulChain => "u32_mul_chain",
+            FieldBenchEntry::MacChain => "mac_chain",
+            FieldBenchEntry::FqMulChain => "fq_mul_chain",
+            FieldBenchEntry::FrMulChain => "fr_mul_chain",
+        }
+    }
+
+    fn workgroup_size(self) -> u32 {
+        256
+    }
+}
+
+/// The one entry point of [`Int64BenchProgram`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct U64MulChain;
+
+impl EntryPoint for U64MulChain {
+    const ALL: &'static [Self] = &[U64MulChain];
+
+    fn name(self) -> &'static str {
+        "u64_mul_chain"
+    }
+
+    fn workgroup_size(self) -> u32 {
+        256
+    }
+}
+
+/// Mirrors `BenchParams` in field_bench.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BenchParams {
+    count: u32,
+    iterations: u32,
+}
+
+/// Mirrors `Int64BenchParams` in int64_bench.wgsl (the same block).
+type Int64BenchParams = BenchParams;
+
+const BENCH_BINDINGS: &[Binding] = &[Binding::ReadOnly, Binding::ReadWrite, Binding::Uniform];
+
+impl Program for FieldBenchProgram {
+    type Entry = FieldBenchEntry;
+    const BINDINGS: &'static [Binding] = BENCH_BINDINGS;
+    const UNIFORMS: &'static [(u32, UniformLayout)] =
+        &[(2, uniform_layout!(BenchParams { count, iterations }))];
+
+    fn name() -> &'static str {
+        "FieldBench"
+    }
+
+    fn source(wide: WideMul) -> String {
+        let mut parts = wgsl::with_fq_and_fr(wide);
+        parts.extend([wgsl::FQ2, include_str!("../../shaders/field_bench.wgsl")]);
+        concat(&parts)
+    }
+}
+
+impl Program for Int64BenchProgram {
+    type Entry = U64MulChain;
+    const BINDINGS: &'static [Binding] = BENCH_BINDINGS;
+    const UNIFORMS: &'static [(u32, UniformLayout)] =
+        &[(2, uniform_layout!(Int64BenchParams { count, iterations }))];
+
+    fn name() -> &'static str {
+        "Int64Bench"
+    }
+
+    fn source(_: WideMul) -> String {
+        include_str!("../../shaders/int64_bench.wgsl").to_string()
+    }
+
+    fn has_variant(wide: WideMul) -> bool {
+        wide == WideMul::Int64
+    }
+}
+
+struct Kernel<E> {
     operation: &'static str,
-    entry_point: &'static str,
-    /// u32 words of state per invocation; 12 and 8 mean Fq and Fr elements whose results
-    /// are checked against blstrs.
-    words: usize,
+    entry: E,
+    chain: Chain,
     /// Counted operations per loop iteration.
     ops_per_iteration: u64,
     ceiling: Option<(&'static str, u32)>,
@@ -71,52 +181,41 @@ fn cios_ceiling(limbs: usize) -> Option<(&'static str, u32)> {
 pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
     let mut rates = Vec::new();
     for wide in gpu.supported_wide_muls() {
-        let program = gpu.compile(
-            Program::FieldBench,
-            wide,
-            &["u32_mul_chain", "mac_chain", "fq_mul_chain", "fr_mul_chain"],
-        )?;
+        let program = gpu.compile::<FieldBenchProgram>(wide)?;
+        let kernel = |operation, entry, chain, ops_per_iteration, ceiling| Kernel {
+            operation,
+            entry,
+            chain,
+            ops_per_iteration,
+            ceiling,
+        };
+        use FieldBenchEntry as E;
         let mut kernels = vec![
-            Kernel {
-                operation: "mac",
-                entry_point: "mac_chain",
-                words: 1,
-                ops_per_iteration: 8,
-                ceiling: None,
-            },
-            Kernel {
-                operation: "fq mul",
-                entry_point: "fq_mul_chain",
-                words: Fp::LIMBS,
-                ops_per_iteration: 1,
-                ceiling: cios_ceiling(Fp::LIMBS),
-            },
-            Kernel {
-                operation: "fr mul",
-                entry_point: "fr_mul_chain",
-                words: Scalar::LIMBS,
-                ops_per_iteration: 1,
-                ceiling: cios_ceiling(Scalar::LIMBS),
-            },
+            kernel("mac", E::MacChain, Chain::Mac, 8, None),
+            kernel(
+                "fq mul",
+                E::FqMulChain,
+                Chain::FqMul,
+                1,
+                cios_ceiling(Fp::LIMBS),
+            ),
+            kernel(
+                "fr mul",
+                E::FrMulChain,
+                Chain::FrMul,
+                1,
+                cios_ceiling(Scalar::LIMBS),
+            ),
         ];
         // The plain u32 multiply does not depend on the path: measure it once.
         if rates.is_empty() {
-            kernels.insert(
-                0,
-                Kernel {
-                    operation: "u32 mul",
-                    entry_point: "u32_mul_chain",
-                    words: 1,
-                    ops_per_iteration: 8,
-                    ceiling: None,
-                },
-            );
+            kernels.insert(0, kernel("u32 mul", E::U32MulChain, Chain::U32Mul, 8, None));
         }
         for kernel in kernels {
             let ops_per_second = measure(gpu, &program, &kernel, config)?;
             rates.push(Rate {
                 operation: kernel.operation,
-                wide_mul: (kernel.operation != "u32 mul").then_some(wide),
+                wide_mul: (kernel.chain != Chain::U32Mul).then_some(wide),
                 ops_per_second,
                 ceiling: kernel.ceiling,
                 compile_time: program.compile_time,
@@ -124,11 +223,11 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
         }
     }
     if gpu.capabilities.int64 {
-        let program = gpu.compile(Program::Int64Bench, WideMul::Int64, &["u64_mul_chain"])?;
+        let program = gpu.compile::<Int64BenchProgram>(WideMul::Int64)?;
         let kernel = Kernel {
             operation: "u64 mul",
-            entry_point: "u64_mul_chain",
-            words: 1,
+            entry: U64MulChain,
+            chain: Chain::U64Mul,
             ops_per_iteration: 8,
             ceiling: None,
         };
@@ -147,12 +246,12 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
 }
 
 /// Random valid field elements as raw words, so the field kernels start from real values.
-fn initial_state(kernel: &Kernel, threads: u32) -> Vec<u8> {
+fn initial_state(chain: Chain, threads: u32) -> Vec<u8> {
     let n = threads as usize;
-    match kernel.words {
-        12 => Fp::as_bytes(&random::<Fp>(7, n)).to_vec(),
-        8 => Scalar::as_bytes(&random::<Scalar>(7, n)).to_vec(),
-        _ => (0..n as u32)
+    match chain {
+        Chain::FqMul => Fp::as_bytes(&random::<Fp>(7, n)).to_vec(),
+        Chain::FrMul => Scalar::as_bytes(&random::<Scalar>(7, n)).to_vec(),
+        Chain::U32Mul | Chain::Mac | Chain::U64Mul => (0..n as u32)
             .flat_map(|i| i.wrapping_mul(0x9e37_79b9).to_le_bytes())
             .collect(),
     }
@@ -176,21 +275,16 @@ fn check_chain<F: GpuField + Field>(input: &[u8], output: &[u8], iterations: u32
 
 /// The integer kernels replayed on the CPU for the first invocations, so their rates are of
 /// work the compiler really did.
-fn check_integer_chain(
-    entry_point: &str,
-    input: &[u8],
-    output: &[u8],
-    iterations: u32,
-) -> Result<()> {
+fn check_integer_chain(chain: Chain, input: &[u8], output: &[u8], iterations: u32) -> Result<()> {
     let words = |b: &[u8]| -> Vec<u32> { bytemuck::pod_collect_to_vec(b) };
     let (input, output) = (words(input), words(output));
     for i in 0..input.len().min(32) {
         let m = input[i] | 1;
-        let expected = match entry_point {
-            "u32_mul_chain" => (0..8u32).fold(0, |acc, j| {
+        let expected = match chain {
+            Chain::U32Mul => (0..8u32).fold(0, |acc, j| {
                 (0..iterations).fold(m + j, |x, _| x.wrapping_mul(m).wrapping_add(1)) ^ acc
             }),
-            "mac_chain" => {
+            Chain::Mac => {
                 let s = (0..8u64).fold(0u64, |acc, j| {
                     let x = (0..iterations).fold((m as u64) | ((j + 1) << 32), |x, _| {
                         (x >> 32) + (x & 0xffff_ffff) * m as u64 + 1
@@ -199,18 +293,18 @@ fn check_integer_chain(
                 });
                 (s as u32) ^ ((s >> 32) as u32)
             }
-            "u64_mul_chain" => {
+            Chain::U64Mul => {
                 let m = m as u64 | ((i as u64) << 32);
                 let s = (0..8u64).fold(0u64, |acc, j| {
                     acc ^ (0..iterations).fold(m + j, |x, _| x.wrapping_mul(m).wrapping_add(1))
                 });
                 (s as u32) ^ ((s >> 32) as u32)
             }
-            _ => return Ok(()),
+            Chain::FqMul | Chain::FrMul => return Ok(()),
         };
         if output[i] != expected {
             return Err(Error::WrongResult(format!(
-                "{entry_point}, invocation {i}: gpu {:#010x}, cpu {expected:#010x}",
+                "{chain:?} chain, invocation {i}: gpu {:#010x}, cpu {expected:#010x}",
                 output[i]
             )));
         }
@@ -224,27 +318,27 @@ const MAX_LOOP_ITERATIONS: u32 = 65535;
 
 /// Operations per second of one kernel: calibrate the loop length and the number of repeated
 /// dispatches to the target time, then keep the fastest of the timed repetitions.
-fn measure(
+fn measure<P: Program>(
     gpu: &GpuContext,
-    program: &CompiledProgram,
-    kernel: &Kernel,
+    program: &Compiled<P>,
+    kernel: &Kernel<P::Entry>,
     config: &FieldBenchConfig,
 ) -> Result<f64> {
-    let initial = initial_state(kernel, config.threads);
+    let initial = initial_state(kernel.chain, config.threads);
     let input = gpu.storage_buffer("bench input", &initial)?;
     let output = gpu.empty_storage_buffer("bench output", initial.len() as u64)?;
     let timed = |iterations: u32, dispatches: u32| -> Result<Duration> {
-        let params = gpu.uniform_buffer(
-            "bench params",
-            bytemuck::cast_slice(&[config.threads, iterations]),
-        );
+        let params = BenchParams {
+            count: config.threads,
+            iterations,
+        };
+        let params = gpu.uniform_buffer("bench params", bytemuck::bytes_of(&params));
         let start = Instant::now();
         let submission = gpu.dispatch(
             program,
-            kernel.entry_point,
+            kernel.entry,
             &[&input, &output, &params],
             config.threads as u64,
-            WORKGROUP_SIZE,
             dispatches,
         )?;
         gpu.wait_for(submission)?;
@@ -273,10 +367,10 @@ fn measure(
         best = best.min(timed(iterations, dispatches)?);
     }
     let result = gpu.read_buffer(&output)?;
-    match kernel.words {
-        12 => check_chain::<Fp>(&initial, &result, iterations)?,
-        8 => check_chain::<Scalar>(&initial, &result, iterations)?,
-        _ => check_integer_chain(kernel.entry_point, &initial, &result, iterations)?,
+    match kernel.chain {
+        Chain::FqMul => check_chain::<Fp>(&initial, &result, iterations)?,
+        Chain::FrMul => check_chain::<Scalar>(&initial, &result, iterations)?,
+        chain => check_integer_chain(chain, &initial, &result, iterations)?,
     }
     let ops =
         config.threads as u64 * iterations as u64 * dispatches as u64 * kernel.ops_per_iteration;

@@ -9,6 +9,7 @@ pub mod bench;
 pub mod check;
 pub mod ops;
 pub mod samples;
+pub mod wgsl;
 
 use blstrs::{Fp, Fp2, Scalar};
 

@@ -2,11 +2,70 @@
 //! (blstrs) and the GPU kernels of `shaders/field_ops.wgsl`. Tests and the self-test run the
 //! same inputs through both and compare.
 
-use super::GpuField;
+use super::{wgsl, GpuField};
 use crate::error::{Error, Result};
-use crate::gpu::{CompiledProgram, GpuContext, Program, WideMul};
+use crate::gpu::program::{concat, UniformLayout};
+use crate::gpu::{Binding, Compiled, EntryPoint, GpuContext, Program, WideMul};
+use crate::uniform_layout;
 use blstrs::{Fp, Fp2, Scalar};
 use ff::Field;
+
+/// `shaders/field_ops.wgsl`: element-wise operations, one entry point per field.
+pub struct FieldOpsProgram;
+
+/// The entry points of [`FieldOpsProgram`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldOpsEntry {
+    Fq,
+    Fr,
+    Fq2,
+}
+
+impl EntryPoint for FieldOpsEntry {
+    const ALL: &'static [Self] = &[FieldOpsEntry::Fq, FieldOpsEntry::Fr, FieldOpsEntry::Fq2];
+
+    fn name(self) -> &'static str {
+        match self {
+            FieldOpsEntry::Fq => "fq_ops",
+            FieldOpsEntry::Fr => "fr_ops",
+            FieldOpsEntry::Fq2 => "fq2_ops",
+        }
+    }
+
+    fn workgroup_size(self) -> u32 {
+        64
+    }
+}
+
+/// Mirrors `FieldOpParams` in field_ops.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct FieldOpParams {
+    count: u32,
+    op: u32,
+}
+
+impl Program for FieldOpsProgram {
+    type Entry = FieldOpsEntry;
+    const BINDINGS: &'static [Binding] = &[
+        Binding::ReadOnly,
+        Binding::ReadOnly,
+        Binding::ReadWrite,
+        Binding::Uniform,
+    ];
+    const UNIFORMS: &'static [(u32, UniformLayout)] =
+        &[(3, uniform_layout!(FieldOpParams { count, op }))];
+
+    fn name() -> &'static str {
+        "FieldOps"
+    }
+
+    fn source(wide: WideMul) -> String {
+        let mut parts = wgsl::with_fq_and_fr(wide);
+        parts.extend([wgsl::FQ2, include_str!("../../shaders/field_ops.wgsl")]);
+        concat(&parts)
+    }
+}
 
 /// One element-wise operation; the discriminants are the shader's `OP_*` codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,7 +101,7 @@ impl FieldOp {
 /// A field with a CPU reference for every operation it supports.
 pub trait ReferenceField: GpuField + Field {
     /// The compute-shader entry point for this field.
-    const ENTRY_POINT: &'static str;
+    const ENTRY: FieldOpsEntry;
 
     fn supports(op: FieldOp) -> bool;
 
@@ -73,9 +132,9 @@ fn raw<F: GpuField>(bytes_le: &[u8]) -> F {
 /// Fq and Fr: every operation but the Fq2-only one; the Montgomery conversions go through
 /// blstrs' canonical byte forms.
 macro_rules! prime_reference_field {
-    ($field:ty, $entry_point:literal, $bytes:literal) => {
+    ($field:ty, $entry:expr, $bytes:literal) => {
         impl ReferenceField for $field {
-            const ENTRY_POINT: &'static str = $entry_point;
+            const ENTRY: FieldOpsEntry = $entry;
 
             fn supports(op: FieldOp) -> bool {
                 op != FieldOp::MulByNonresidue
@@ -96,11 +155,11 @@ macro_rules! prime_reference_field {
     };
 }
 
-prime_reference_field!(Fp, "fq_ops", 48);
-prime_reference_field!(Scalar, "fr_ops", 32);
+prime_reference_field!(Fp, FieldOpsEntry::Fq, 48);
+prime_reference_field!(Scalar, FieldOpsEntry::Fr, 32);
 
 impl ReferenceField for Fp2 {
-    const ENTRY_POINT: &'static str = "fq2_ops";
+    const ENTRY: FieldOpsEntry = FieldOpsEntry::Fq2;
 
     fn supports(op: FieldOp) -> bool {
         !matches!(op, FieldOp::ToMontgomery | FieldOp::FromMontgomery)
@@ -145,21 +204,14 @@ fn check_inputs<F: ReferenceField>(op: FieldOp, lhs: &[F], rhs: &[F]) -> Result<
 /// The field-operation kernels of one wide-multiply variant, compiled once per device.
 pub struct FieldKernels {
     gpu: GpuContext,
-    program: CompiledProgram,
+    program: Compiled<FieldOpsProgram>,
 }
-
-const WORKGROUP_SIZE: u32 = 64;
 
 impl FieldKernels {
     pub fn new(gpu: &GpuContext, wide_mul: WideMul) -> Result<Self> {
-        let program = gpu.compile(
-            Program::FieldOps,
-            wide_mul,
-            &["fq_ops", "fr_ops", "fq2_ops"],
-        )?;
         Ok(FieldKernels {
             gpu: gpu.clone(),
-            program,
+            program: gpu.compile(wide_mul)?,
         })
     }
 
@@ -182,16 +234,16 @@ impl FieldKernels {
         let a = gpu.storage_buffer("lhs", F::as_bytes(lhs))?;
         let b = gpu.storage_buffer("rhs", F::as_bytes(rhs))?;
         let out = gpu.empty_storage_buffer("out", std::mem::size_of_val(lhs) as u64)?;
-        let params = gpu.uniform_buffer(
-            "params",
-            bytemuck::cast_slice(&[lhs.len() as u32, op as u32]),
-        );
+        let params = FieldOpParams {
+            count: lhs.len() as u32,
+            op: op as u32,
+        };
+        let params = gpu.uniform_buffer("params", bytemuck::bytes_of(&params));
         let submission = gpu.dispatch(
             &self.program,
-            F::ENTRY_POINT,
+            F::ENTRY,
             &[&a, &b, &out, &params],
             lhs.len() as u64,
-            WORKGROUP_SIZE,
             1,
         )?;
         gpu.wait_for(submission)?;

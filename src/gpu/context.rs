@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::pipeline_cache::PipelineCacheFile;
-use crate::gpu::shader::WideMul;
+use crate::gpu::program::WideMul;
 use std::fmt;
 use std::sync::Arc;
 

@@ -1,18 +1,23 @@
-//! The wgpu side: adapter and device ([`context`]), shader assembly ([`shader`]), and the small
-//! set of helpers every kernel runner uses (pipelines, buffers, dispatch, read-back).
+//! The wgpu side, knowing nothing of the kernels above it: adapter and device ([`context`]),
+//! programs and their validation ([`program`]), typed vectors on the device ([`vector`]),
+//! the buffer pool and its VRAM budget ([`pool`]), uploads and read-backs ([`transfer`]),
+//! the stage of every wait ([`waits`]), and here the helpers every kernel runner uses
+//! (pipelines, buffers, dispatch, the two waits).
 
 pub mod context;
 pub mod pipeline_cache;
 pub mod pool;
-pub mod shader;
+pub mod program;
 mod transfer;
+pub mod vector;
 pub mod waits;
 
 pub use context::{AdapterSelector, Capabilities, GpuContext};
-pub use shader::{Binding, Program, WideMul};
+pub use program::{Binding, EntryPoint, Program, WideMul};
+pub use vector::DeviceVector;
 
 use crate::error::{Error, Result};
-use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;
 
@@ -23,27 +28,32 @@ use wgpu::util::DeviceExt;
 /// kept the H200 busy 69-78% of a batch instead of 93-99%.
 const POLL_INTERVAL: Duration = Duration::from_micros(50);
 
-/// The pipelines of one program variant, built once and reused for every dispatch.
-#[derive(Debug)]
-pub struct CompiledProgram {
-    pub program: Program,
+/// The pipelines of one program variant, every entry point built once and reused for every
+/// dispatch.
+pub struct Compiled<P: Program> {
     pub wide_mul: WideMul,
-    pipelines: HashMap<&'static str, wgpu::ComputePipeline>,
-    /// The layout every entry point of the program shares (`Program::bindings`).
+    /// One per entry point, in `P::Entry::ALL` order.
+    pipelines: Vec<wgpu::ComputePipeline>,
+    /// The layout every entry point of the program shares (`Program::BINDINGS`).
     pub layout: wgpu::BindGroupLayout,
     /// Wall time of module creation plus every pipeline (the driver's compile).
     pub compile_time: Duration,
+    _program: PhantomData<P>,
 }
 
-impl CompiledProgram {
-    /// The pipeline of `entry_point`, which must be among those compiled.
-    pub fn pipeline(&self, entry_point: &str) -> Result<&wgpu::ComputePipeline> {
-        self.pipelines
-            .get(entry_point)
-            .ok_or_else(|| Error::Pipeline {
-                label: format!("{}/{}::{entry_point}", self.program, self.wide_mul),
-                message: "entry point was not compiled".into(),
-            })
+impl<P: Program> std::fmt::Debug for Compiled<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Compiled({}/{})", P::name(), self.wide_mul)
+    }
+}
+
+impl<P: Program> Compiled<P> {
+    pub fn pipeline(&self, entry: P::Entry) -> &wgpu::ComputePipeline {
+        let index = P::Entry::ALL
+            .iter()
+            .position(|&e| e == entry)
+            .expect("every entry point is in ALL");
+        &self.pipelines[index]
     }
 }
 
@@ -98,23 +108,23 @@ impl UniformArray {
 }
 
 impl GpuContext {
-    /// Builds the pipelines of `entry_points` in one program variant, turning validation and
-    /// driver compile failures into [`Error::Pipeline`] instead of a dead device.
-    pub fn compile(
-        &self,
-        program: Program,
-        wide_mul: WideMul,
-        entry_points: &[&'static str],
-    ) -> Result<CompiledProgram> {
+    /// Builds the pipelines of every entry point of `P` in one variant, turning validation
+    /// and driver compile failures into [`Error::Pipeline`] instead of a dead device.
+    pub fn compile<P: Program>(&self, wide_mul: WideMul) -> Result<Compiled<P>> {
+        let label = format!("{}/{wide_mul}", P::name());
+        if !P::has_variant(wide_mul) {
+            return Err(Error::Internal(format!(
+                "{label} is not a variant of the program"
+            )));
+        }
         if wide_mul.needs_int64() && !self.capabilities.int64 {
             return Err(Error::MissingFeature {
-                variant: format!("{program}/{wide_mul}"),
+                variant: label,
                 feature: "SHADER_INT64",
                 adapter: self.info.name.clone(),
             });
         }
         self.check_alive()?;
-        let label = format!("{program}/{wide_mul}");
         let start = Instant::now();
         // Validation errors, and the driver's own compile failures (internal errors), become
         // an Err here rather than a dead pipeline discovered later.
@@ -128,10 +138,9 @@ impl GpuContext {
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(&label),
-                source: wgpu::ShaderSource::Wgsl(program.source(wide_mul).into()),
+                source: wgpu::ShaderSource::Wgsl(P::source(wide_mul).into()),
             });
-        let layout_entries: Vec<wgpu::BindGroupLayoutEntry> = program
-            .bindings()
+        let layout_entries: Vec<wgpu::BindGroupLayoutEntry> = P::BINDINGS
             .iter()
             .enumerate()
             .map(|(i, b)| wgpu::BindGroupLayoutEntry {
@@ -154,20 +163,20 @@ impl GpuContext {
                 bind_group_layouts: &[Some(&layout)],
                 immediate_size: 0,
             });
-        let mut pipelines = HashMap::new();
-        for &entry in entry_points {
-            let pipeline = self
-                .device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
-                    layout: Some(&pipeline_layout),
-                    module: &module,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    cache: self.pipeline_cache.as_ref().map(|c| &c.cache),
-                });
-            pipelines.insert(entry, pipeline);
-        }
+        let pipelines = P::Entry::ALL
+            .iter()
+            .map(|entry| {
+                self.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(entry.name()),
+                        layout: Some(&pipeline_layout),
+                        module: &module,
+                        entry_point: Some(entry.name()),
+                        compilation_options: Default::default(),
+                        cache: self.pipeline_cache.as_ref().map(|c| &c.cache),
+                    })
+            })
+            .collect();
         let errors: Vec<String> = scopes
             .into_iter()
             .rev()
@@ -189,14 +198,14 @@ impl GpuContext {
         }
         log::info!(
             "compiled {label} ({} entry points) in {compile_time:.2?}",
-            entry_points.len()
+            P::Entry::ALL.len()
         );
-        Ok(CompiledProgram {
-            program,
+        Ok(Compiled {
             wide_mul,
             pipelines,
             layout,
             compile_time,
+            _program: PhantomData,
         })
     }
 
@@ -263,9 +272,9 @@ impl GpuContext {
     }
 
     /// A bind group of `program` with `resources` at bindings 0, 1, ... in order.
-    pub fn bind_group(
+    pub fn bind_group<P: Program>(
         &self,
-        program: &CompiledProgram,
+        program: &Compiled<P>,
         resources: &[wgpu::BindingResource],
     ) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry> = resources
@@ -283,27 +292,30 @@ impl GpuContext {
         })
     }
 
-    /// Runs `entry_point` over `threads` invocations (workgroups of `workgroup_size`) with
-    /// `buffers` bound in order, `times` times in one submission; returns the submission to
-    /// wait on.
-    pub fn dispatch(
+    /// The workgroups that run `threads` invocations of `entry`, spread over x and y.
+    pub fn grid(&self, entry: impl EntryPoint, threads: u64) -> (u32, u32) {
+        workgroup_grid(
+            threads,
+            entry.workgroup_size(),
+            self.limits.max_compute_workgroups_per_dimension,
+        )
+    }
+
+    /// Runs `entry` over `threads` invocations with `buffers` bound in order, `times` times in
+    /// one submission; returns the submission to wait on.
+    pub fn dispatch<P: Program>(
         &self,
-        program: &CompiledProgram,
-        entry_point: &str,
+        program: &Compiled<P>,
+        entry: P::Entry,
         buffers: &[&wgpu::Buffer],
         threads: u64,
-        workgroup_size: u32,
         times: u32,
     ) -> Result<wgpu::SubmissionIndex> {
-        let pipeline = program.pipeline(entry_point)?;
+        let pipeline = program.pipeline(entry);
         let resources: Vec<wgpu::BindingResource> =
             buffers.iter().map(|b| b.as_entire_binding()).collect();
         let bind_group = self.bind_group(program, &resources);
-        let (x, y) = workgroup_grid(
-            threads,
-            workgroup_size,
-            self.limits.max_compute_workgroups_per_dimension,
-        );
+        let (x, y) = self.grid(entry, threads);
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });

@@ -41,7 +41,8 @@ impl std::fmt::Debug for Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        self.pool.release_aside(self.bytes);
+        let mut state = self.pool.inner.lock().unwrap_or_else(|e| e.into_inner());
+        state.allocated = state.allocated.saturating_sub(self.bytes);
     }
 }
 
@@ -168,21 +169,19 @@ impl BufferPool {
         self.gpu.wait_for(oldest)
     }
 
-    /// Counts `bytes` held outside the pool (resident bases) against the budget, if they fit
-    /// beside what the pool owns (after dropping free buffers); `false` if they do not.
-    pub fn set_aside(&self, bytes: u64) -> bool {
+    /// Counts `bytes` held outside the pool (resident bases) against the budget if they fit
+    /// beside what the pool owns now (after dropping free buffers; no waiting), until the
+    /// reservation drops; `None` if they do not fit.
+    pub fn set_aside(&self, bytes: u64) -> Option<Reservation> {
         let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if !make_room(&mut state, bytes, self.budget) {
-            return false;
+            return None;
         }
         state.allocated += bytes;
-        true
-    }
-
-    /// Undoes [`set_aside`](Self::set_aside).
-    pub fn release_aside(&self, bytes: u64) {
-        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        state.allocated = state.allocated.saturating_sub(bytes);
+        Some(Reservation {
+            pool: self.clone(),
+            bytes,
+        })
     }
 
     /// Gives `buffer` back; it becomes free once `last_use` (the last submission that used

@@ -8,28 +8,37 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+/// The two stages of a proof on a device, each under its own lock (supraseal-c2's two locks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Uploads into pooled buffers, while another proof may compute: never waits on the GPU.
+    Staging,
+    /// The kernels of one proof and their results.
+    Compute,
+}
+
 thread_local! {
-    static STAGE: Cell<Option<&'static str>> = const { Cell::new(None) };
+    static STAGE: Cell<Option<Stage>> = const { Cell::new(None) };
 }
 static RECORDING: AtomicBool = AtomicBool::new(false);
-static RECORDED: Mutex<Vec<Option<&'static str>>> = Mutex::new(Vec::new());
+static RECORDED: Mutex<Vec<Option<Stage>>> = Mutex::new(Vec::new());
 
-/// This thread is inside a stage until the guard drops.
-pub struct StageGuard {
-    previous: Option<&'static str>,
+/// This thread is inside a stage until the mark drops.
+pub struct StageMark {
+    previous: Option<Stage>,
     /// The mark belongs to this thread.
     _not_send: PhantomData<*const ()>,
 }
 
-impl Drop for StageGuard {
+impl Drop for StageMark {
     fn drop(&mut self) {
         STAGE.with(|s| s.set(self.previous));
     }
 }
 
-/// Marks this thread as inside `stage` (e.g. "staging", "compute").
-pub fn enter(stage: &'static str) -> StageGuard {
-    StageGuard {
+/// Marks this thread as inside `stage`.
+pub fn enter(stage: Stage) -> StageMark {
+    StageMark {
         previous: STAGE.with(|s| s.replace(Some(stage))),
         _not_send: PhantomData,
     }
@@ -41,7 +50,7 @@ pub fn start_recording() {
 }
 
 /// The stages of the waits recorded so far (`None`: outside any stage), clearing them.
-pub fn take_recorded() -> Vec<Option<&'static str>> {
+pub fn take_recorded() -> Vec<Option<Stage>> {
     std::mem::take(&mut *RECORDED.lock().unwrap_or_else(|e| e.into_inner()))
 }
 

@@ -3,8 +3,8 @@
 //! per device — so that the CPU side of one proof (synthesis, scalar selection, copies)
 //! runs while the GPU computes another, and several devices share one batch.
 //!
-//! Workers of one device take turns in each of a proof's two stages (`Prover::gpu_steps`):
-//! one stages while another computes. Each waits only on its own submissions (see
+//! Workers of one device take turns in each of a proof's two stages (see `prover.rs`): one
+//! stages while another computes. Each waits only on its own submissions (see
 //! `GpuContext::wait_for`), so one worker's waiting never holds another's work back.
 //! ../shared/DESIGN.md §6 has the reasoning.
 
@@ -16,11 +16,106 @@ use std::time::{Duration, Instant};
 use bellperson::groth16::Proof;
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
+use ff::Field;
+use rand_core::{OsRng, RngCore};
 use rayon::prelude::*;
 
-use super::prover::{check_delta, ProveReport, Prover};
+use super::engine::ProverConfig;
+use super::params::ProvingParameters;
+use super::prover::Prover;
+use super::report::{ProveReport, Step};
 use super::synthesis::{synthesize, ProvingAssignment, Shape};
 use crate::{Error, Result};
+
+impl Prover {
+    /// One proof with the given randomness.
+    pub fn prove<C: Circuit<Scalar> + Send>(
+        &self,
+        circuit: C,
+        r: Scalar,
+        s: Scalar,
+    ) -> Result<Proof<Bls12>> {
+        let mut proofs = self.prove_batch(vec![circuit], &[r], &[s])?;
+        Ok(proofs.remove(0))
+    }
+
+    /// One proof with r and s from the operating system's RNG.
+    pub fn prove_random<C: Circuit<Scalar> + Send>(&self, circuit: C) -> Result<Proof<Bls12>> {
+        self.prove(circuit, Scalar::random(OsRng), Scalar::random(OsRng))
+    }
+
+    /// Proofs of circuits of one shape, `rs[i]` and `ss[i]` for circuit i.
+    pub fn prove_batch<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+        rs: &[Scalar],
+        ss: &[Scalar],
+    ) -> Result<Vec<Proof<Bls12>>> {
+        Ok(self.prove_batch_report(circuits, rs, ss)?.0)
+    }
+
+    /// [`prove_batch`](Self::prove_batch) with r and s from the operating system's RNG.
+    pub fn prove_batch_random<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+    ) -> Result<Vec<Proof<Bls12>>> {
+        let mut rng = OsRng;
+        let mut draw = || -> Vec<Scalar> {
+            (0..circuits.len())
+                .map(|_| Scalar::random(&mut rng as &mut dyn RngCore))
+                .collect()
+        };
+        let (rs, ss) = (draw(), draw());
+        self.prove_batch(circuits, &rs, &ss)
+    }
+
+    /// [`prove_batch`](Self::prove_batch) and the time each step took.
+    pub fn prove_batch_report<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+        rs: &[Scalar],
+        ss: &[Scalar],
+    ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
+        prove_batch_across(std::slice::from_ref(self), circuits, rs, ss)
+    }
+}
+
+/// One proof with the process's shared engine. For several proofs with the same parameters,
+/// make a [`Prover`] once: it keeps the bases on the device.
+pub fn prove<C: Circuit<Scalar> + Send>(
+    circuit: C,
+    params: &ProvingParameters,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Proof<Bls12>> {
+    Prover::new(params.clone(), &ProverConfig::default())?.prove(circuit, r, s)
+}
+
+/// A batch of proofs with the process's shared engine (see [`prove`]).
+pub fn prove_batch<C: Circuit<Scalar> + Send>(
+    circuits: Vec<C>,
+    params: &ProvingParameters,
+    rs: &[Scalar],
+    ss: &[Scalar],
+) -> Result<Vec<Proof<Bls12>>> {
+    Prover::new(params.clone(), &ProverConfig::default())?.prove_batch(circuits, rs, ss)
+}
+
+/// [`prove`] with r and s from the operating system's RNG.
+pub fn prove_random<C: Circuit<Scalar> + Send>(
+    circuit: C,
+    params: &ProvingParameters,
+) -> Result<Proof<Bls12>> {
+    Prover::new(params.clone(), &ProverConfig::default())?.prove_random(circuit)
+}
+
+/// [`prove_batch`] with r and s from the operating system's RNG.
+pub fn prove_batch_random<C: Circuit<Scalar> + Send>(
+    circuits: Vec<C>,
+    params: &ProvingParameters,
+) -> Result<Vec<Proof<Bls12>>> {
+    Prover::new(params.clone(), &ProverConfig::default())?.prove_batch_random(circuits)
+}
 
 /// Synthesized circuits waiting for a worker, in circuit order, and the first error.
 struct Queue {
@@ -127,16 +222,15 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
         .num_threads(threads.saturating_sub(1).max(1))
         .thread_name(|i| format!("synthesis-{i}"))
         .build()
-        .map_err(|e| Error::InvalidInput(format!("cannot start synthesis threads: {e}")))?;
+        .map_err(|e| Error::Internal(format!("cannot start synthesis threads: {e}")))?;
     let queue = Queue {
         state: Mutex::new(QueueState::default()),
         changed: Condvar::new(),
     };
     let proofs = Mutex::new(vec![None; count]);
-    let report = Mutex::new(ProveReport {
-        proofs: count,
-        ..Default::default()
-    });
+    let mut report = ProveReport::default();
+    report.proofs = count;
+    let report = Mutex::new(report);
     let cancel = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel();
     std::thread::scope(|scope| {
@@ -201,7 +295,7 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
         .unwrap_or_else(|e| e.into_inner())
         .into_iter()
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| Error::InvalidInput("a proof of the batch is missing".into()))?;
+        .ok_or_else(|| Error::Internal("a proof of the batch is missing".into()))?;
     let mut report = report.into_inner().unwrap_or_else(|e| e.into_inner());
     report.wall = start.elapsed();
     report.backend = provers
@@ -229,9 +323,9 @@ fn hand_over_in_order(
             if let Some(next) = arrived.remove(&i) {
                 break next;
             }
-            let (j, assignment) = receiver.recv().map_err(|_| {
-                Error::InvalidInput(format!("synthesis of circuit {i} never finished"))
-            })?;
+            let (j, assignment) = receiver
+                .recv()
+                .map_err(|_| Error::Internal(format!("synthesis of circuit {i} never finished")))?;
             arrived.insert(j, assignment);
         };
         let (assignment, took) = next?;
@@ -248,7 +342,7 @@ fn hand_over_in_order(
                     shape.b_input_density,
                     shape.b_aux_density,
                 )?;
-                check_delta(params)?;
+                params.check_delta()?;
                 let mut report = report.lock().unwrap_or_else(|e| e.into_inner());
                 report.constraints = shape.constraints;
                 report.domain = domain;
@@ -263,7 +357,10 @@ fn hand_over_in_order(
             }
             Some(_) => {}
         }
-        report.lock().unwrap_or_else(|e| e.into_inner()).synthesis += took;
+        report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(Step::Synthesis, took);
         queue.push((i, assignment));
     }
     Ok(())

@@ -222,6 +222,22 @@ impl ProvingParameters {
     }
 }
 
+impl ProvingParameters {
+    /// bellperson refuses to prove with an identity delta (a subverted CRS); so do we.
+    pub fn check_delta(&self) -> Result<()> {
+        let identity = bool::from(self.vk.delta_g1.is_identity())
+            || bool::from(self.vk.delta_g2.is_identity());
+        if identity {
+            return Err(Error::ParamsInvalidPoint {
+                section: "vk.delta",
+                index: 0,
+                reason: "delta is the identity (a subverted setup)".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
 const G1_SIZE: usize = 96;
 const G2_SIZE: usize = 192;
 

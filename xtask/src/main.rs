@@ -86,7 +86,7 @@ fn generate(check: bool) -> Result<(), String> {
 }
 
 fn validate_shaders() -> Result<(), String> {
-    cargo(&["test", "--test", "shader_validation"])
+    cargo(&["test", "--test", "shader_interface"])
 }
 
 fn ci() -> Result<(), String> {

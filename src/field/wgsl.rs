@@ -1,0 +1,42 @@
+//! The WGSL of the fields, which the programs computing on them include.
+
+use crate::gpu::program::LIMBS_WGSL;
+use crate::gpu::WideMul;
+
+const FQ: &str = include_str!("../../shaders/gen/fq.wgsl");
+const FR: &str = include_str!("../../shaders/gen/fr.wgsl");
+/// Fq2 = Fq[u] / (u^2 + 1), over [`fq`].
+pub const FQ2: &str = include_str!("../../shaders/fq2.wgsl");
+
+/// Fq and its multiplication as the `wide` path writes it: unrolled on the int64 path (the
+/// fastest code measured on the H200), rolled on the portable path, which serves GL and
+/// software adapters, where compiling the unrolled form took most of a cold run
+/// (BENCHMARKS.md, "Cold start on llvmpipe GL").
+pub fn fq(wide: WideMul) -> [&'static str; 2] {
+    match wide {
+        WideMul::Portable => [FQ, include_str!("../../shaders/gen/fq_mul_rolled.wgsl")],
+        WideMul::Int64 => [FQ, include_str!("../../shaders/gen/fq_mul_unrolled.wgsl")],
+    }
+}
+
+/// Fr as [`fq`] writes Fq.
+pub fn fr(wide: WideMul) -> [&'static str; 2] {
+    match wide {
+        WideMul::Portable => [FR, include_str!("../../shaders/gen/fr_mul_rolled.wgsl")],
+        WideMul::Int64 => [FR, include_str!("../../shaders/gen/fr_mul_unrolled.wgsl")],
+    }
+}
+
+/// What code over Fr includes: limb carries, the wide multiply, Fr.
+pub fn with_fr(wide: WideMul) -> Vec<&'static str> {
+    let [fr, fr_mul] = fr(wide);
+    vec![LIMBS_WGSL, wide.source(), fr, fr_mul]
+}
+
+/// What code over Fq and Fr includes: [`with_fr`] and Fq.
+pub fn with_fq_and_fr(wide: WideMul) -> Vec<&'static str> {
+    let [fq, fq_mul] = fq(wide);
+    let mut parts = with_fr(wide);
+    parts.extend([fq, fq_mul]);
+    parts
+}

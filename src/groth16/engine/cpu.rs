@@ -1,0 +1,118 @@
+//! The heavy steps with blstrs and bellperson on the CPU: the reference every GPU result is
+//! compared with, and the fallback when a GPU fails.
+
+use std::borrow::Cow;
+
+use blstrs::Scalar;
+
+use super::{unlocked, Engine, StageGuard};
+use crate::curve::GpuCurve;
+use crate::gpu::waits::Stage;
+use crate::groth16::synthesis::Density;
+use crate::msm::{msm_cpu, ResidentBases};
+use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttOp};
+use crate::{Error, Result};
+
+/// blstrs and bellperson on this machine's cores.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuEngine;
+
+impl Engine for CpuEngine {
+    type Vector<'a> = Cow<'a, [Scalar]>;
+    type Bases<'a, C: GpuCurve> = &'a [C::Affine];
+
+    fn describe(&self) -> String {
+        "CPU".into()
+    }
+
+    fn enter(&self, stage: Stage) -> StageGuard<'_> {
+        unlocked(stage)
+    }
+
+    fn vector<'a>(&'a self, values: &'a [Scalar]) -> Cow<'a, [Scalar]> {
+        Cow::Borrowed(values)
+    }
+
+    fn upload<'a>(&'a self, values: &'a [Scalar]) -> Result<Cow<'a, [Scalar]>> {
+        Ok(Cow::Borrowed(values))
+    }
+
+    fn h_inputs<'a>(
+        &'a self,
+        a: &'a [Scalar],
+        b: &'a [Scalar],
+        c: &'a [Scalar],
+    ) -> Result<[Cow<'a, [Scalar]>; 3]> {
+        Ok([a, b, c].map(Cow::Borrowed))
+    }
+
+    fn h_step<'a>(&'a self, [a, b, c]: [Cow<'a, [Scalar]>; 3]) -> Result<Cow<'a, [Scalar]>> {
+        Ok(Cow::Owned(h_coefficients_cpu(&a, &b, &c)?))
+    }
+
+    fn ntt(&self, vector: &mut Cow<'_, [Scalar]>, op: NttOp) -> Result<()> {
+        *vector = Cow::Owned(ntt_cpu(vector, op)?);
+        Ok(())
+    }
+
+    fn read(&self, vector: &Cow<'_, [Scalar]>, len: usize) -> Result<Vec<Scalar>> {
+        let values = vector.get(..len).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "{len} values asked of a vector of {}",
+                vector.len()
+            ))
+        })?;
+        Ok(values.to_vec())
+    }
+
+    fn select<'a>(
+        &'a self,
+        head: &[Scalar],
+        head_density: Option<&Density>,
+        values: &[Scalar],
+        density: &Density,
+    ) -> Result<Cow<'a, [Scalar]>> {
+        Ok(Cow::Owned(select(head, head_density, values, density)))
+    }
+
+    fn bases<'a, C: GpuCurve>(
+        &'a self,
+        host: &'a [C::Affine],
+        _resident: Option<&'a ResidentBases<C>>,
+    ) -> &'a [C::Affine] {
+        host
+    }
+
+    fn msm<C: GpuCurve>(
+        &self,
+        bases: &&[C::Affine],
+        scalars: &Cow<'_, [Scalar]>,
+        len: usize,
+    ) -> Result<C::Projective> {
+        let scalars = scalars.get(..len).ok_or_else(|| {
+            Error::InvalidInput(format!("an MSM of {len} scalars over {}", scalars.len()))
+        })?;
+        msm_cpu::<C>(bases, scalars)
+    }
+}
+
+/// [`Engine::select`] in host memory, which the GPU engine uploads.
+pub(super) fn select(
+    head: &[Scalar],
+    head_density: Option<&Density>,
+    values: &[Scalar],
+    density: &Density,
+) -> Vec<Scalar> {
+    let tail = density.select(values);
+    let head: Cow<[Scalar]> = match head_density {
+        Some(d) => Cow::Owned(d.select(head)),
+        None => Cow::Borrowed(head),
+    };
+    if head.is_empty() {
+        return tail;
+    }
+    let mut out = Vec::with_capacity(head.len() + tail.len());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&tail);
+    out
+}

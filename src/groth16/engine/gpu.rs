@@ -1,0 +1,322 @@
+//! The heavy steps on one device: the MSM and NTT kernels compiled once, a buffer pool within
+//! a VRAM budget, and the two stage locks.
+
+use std::sync::Mutex;
+
+use blstrs::Scalar;
+
+use super::cpu::select;
+use super::{Engine, StageGuard};
+use crate::curve::{GpuCurve, G1, G2};
+use crate::gpu::pool::{BufferPool, Reservation};
+use crate::gpu::waits::{self, Stage};
+use crate::gpu::{DeviceVector, GpuContext};
+use crate::groth16::params::ProvingParameters;
+use crate::groth16::synthesis::Density;
+use crate::msm::{MsmConfig, MsmKernels, ResidentBases, Scalars, WORKSPACES_KEPT};
+use crate::ntt::{NttKernels, NttOp};
+use crate::{Error, Result};
+
+/// The kernels of one device, compiled once.
+pub struct GpuEngine {
+    gpu: GpuContext,
+    pool: BufferPool,
+    g1: MsmKernels<G1>,
+    g2: MsmKernels<G2>,
+    ntt: NttKernels,
+    /// Held by the worker whose proof is in its staging stage (uploads).
+    staging: Mutex<()>,
+    /// Held by the worker whose proof is in its compute stage (its kernels and results).
+    compute: Mutex<()>,
+}
+
+/// Fr values for the GPU engine: still in host memory (uploaded where they are used), or in
+/// a pooled device vector.
+pub enum GpuVector<'a> {
+    Host(&'a [Scalar]),
+    Device(Box<DeviceVector<Scalar>>),
+}
+
+/// A curve's bases for the GPU engine: resident on the device, or in host memory and
+/// uploaded for each MSM (when they do not fit the VRAM budget).
+pub struct GpuBases<'a, C: GpuCurve> {
+    host: &'a [C::Affine],
+    resident: Option<&'a ResidentBases<C>>,
+}
+
+/// A parameter set's bases kept on the device, counted against the engine's VRAM budget
+/// until dropped.
+pub struct ResidentParams {
+    pub h: ResidentBases<G1>,
+    pub l: ResidentBases<G1>,
+    pub a: ResidentBases<G1>,
+    pub b_g1: ResidentBases<G1>,
+    pub b_g2: ResidentBases<G2>,
+    _budget: Reservation,
+}
+
+impl ResidentParams {
+    /// Device bytes of `params`' bases.
+    pub fn bytes(params: &ProvingParameters) -> u64 {
+        let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
+        (g1 * G1::AFFINE_BYTES + params.b_g2.len() * G2::AFFINE_BYTES) as u64
+    }
+}
+
+impl GpuEngine {
+    pub(super) fn new(gpu: GpuContext, msm: MsmConfig, vram_budget: Option<u64>) -> Result<Self> {
+        let wide = gpu.preferred_wide_mul();
+        let pool = BufferPool::new(&gpu, vram_budget.unwrap_or(u64::MAX));
+        Ok(GpuEngine {
+            g1: MsmKernels::new(&gpu, wide, msm.clone())?.with_pool(pool.clone()),
+            g2: MsmKernels::new(&gpu, wide, msm)?.with_pool(pool.clone()),
+            ntt: NttKernels::new(&gpu, wide)?.with_pool(pool.clone()),
+            pool,
+            gpu,
+            staging: Mutex::new(()),
+            compute: Mutex::new(()),
+        })
+    }
+
+    pub fn gpu(&self) -> &GpuContext {
+        &self.gpu
+    }
+
+    pub fn g1(&self) -> &MsmKernels<G1> {
+        &self.g1
+    }
+
+    pub fn g2(&self) -> &MsmKernels<G2> {
+        &self.g2
+    }
+
+    pub fn ntt(&self) -> &NttKernels {
+        &self.ntt
+    }
+
+    /// Pooled buffers, MSM workspaces and resident bases of every prover on this engine.
+    pub fn pool(&self) -> &BufferPool {
+        &self.pool
+    }
+
+    /// Device bytes of a pooled vector of `len` values as [`Engine::upload`] stores it.
+    fn vector_bytes(&self, len: usize) -> Result<u64> {
+        let log_n = len.max(1).next_power_of_two().trailing_zeros();
+        let layout = self.ntt.part_layout(log_n)?;
+        Ok((layout.elements() * std::mem::size_of::<Scalar>()) as u64)
+    }
+
+    /// Device bytes of one proof with `params`: what it takes from the pool (the H step's a,
+    /// b, c and the L, A, B scalar vectors), and the MSM workspaces the kernels keep beside
+    /// the pool's buffers (G1's, one per MSM size they alternate between; one G2).
+    pub fn proof_bytes(&self, params: &ProvingParameters) -> Result<(u64, u64)> {
+        let domain = params.h.len() + 1;
+        let per_proof = 3 * self.vector_bytes(domain)?
+            + self.vector_bytes(params.l.len())?
+            + self.vector_bytes(params.a.len())?
+            + self.vector_bytes(params.b_g1.len())?;
+        let g1_len = [
+            params.h.len(),
+            params.l.len(),
+            params.a.len(),
+            params.b_g1.len(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let workspaces = WORKSPACES_KEPT as u64 * self.g1.workspace_bytes(g1_len)?
+            + self.g2.workspace_bytes(params.b_g2.len())?;
+        Ok((per_proof, workspaces))
+    }
+
+    /// `params`' bases on the device, if they fit `resident_budget` (when given) and the VRAM
+    /// budget beside one proof's buffers; `None` otherwise (each MSM then uploads its bases).
+    /// A budget below one proof's buffers is [`Error::VramBudget`].
+    pub fn keep_resident(
+        &self,
+        params: &ProvingParameters,
+        resident_budget: Option<u64>,
+    ) -> Result<Option<ResidentParams>> {
+        let pool = &self.pool;
+        let (per_proof, workspaces) = self.proof_bytes(params)?;
+        if per_proof + workspaces > pool.budget() {
+            return Err(Error::VramBudget {
+                what: "one proof's buffers (NTT vectors, scalars, MSM workspaces)".into(),
+                needed: per_proof + workspaces,
+                budget: pool.budget(),
+            });
+        }
+        let bytes = ResidentParams::bytes(params);
+        let fits = resident_budget.is_none_or(|budget| bytes <= budget)
+            && bytes + per_proof + workspaces <= pool.budget();
+        let Some(aside) = fits.then(|| pool.set_aside(bytes)).flatten() else {
+            log::info!("bases ({bytes} bytes) over the VRAM budget: uploaded per MSM");
+            return Ok(None);
+        };
+        let upload = || -> Result<ResidentParams> {
+            Ok(ResidentParams {
+                h: self.g1.upload_bases(&params.h)?,
+                l: self.g1.upload_bases(&params.l)?,
+                a: self.g1.upload_bases(&params.a)?,
+                b_g1: self.g1.upload_bases(&params.b_g1)?,
+                b_g2: self.g2.upload_bases(&params.b_g2)?,
+                _budget: aside,
+            })
+        };
+        match upload() {
+            Ok(resident) => Ok(Some(resident)),
+            Err(Error::OutOfMemory { message, .. }) => {
+                log::warn!(
+                    "bases ({bytes} bytes) do not fit on the device ({message}): uploaded per MSM"
+                );
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `values` zero-padded to the next power of two in a pooled device vector.
+    fn upload_padded(&self, values: &[Scalar]) -> Result<DeviceVector<Scalar>> {
+        let log_n = values.len().max(1).next_power_of_two().trailing_zeros();
+        self.ntt.upload(values, log_n)
+    }
+
+    /// The MSM kernels of curve `C` (G1 and G2 are the only curves).
+    fn msm_kernels<C: GpuCurve>(&self) -> &MsmKernels<C> {
+        use std::any::Any;
+        (&self.g1 as &dyn Any)
+            .downcast_ref()
+            .or_else(|| (&self.g2 as &dyn Any).downcast_ref())
+            .expect("the engine has the MSM kernels of G1 and G2")
+    }
+}
+
+impl Engine for GpuEngine {
+    type Vector<'a> = GpuVector<'a>;
+    type Bases<'a, C: GpuCurve> = GpuBases<'a, C>;
+
+    fn describe(&self) -> String {
+        self.gpu.describe()
+    }
+
+    fn enter(&self, stage: Stage) -> StageGuard<'_> {
+        let lock = match stage {
+            Stage::Staging => &self.staging,
+            Stage::Compute => &self.compute,
+        };
+        StageGuard {
+            // A poisoned lock still serializes: it guards no data.
+            _lock: Some(lock.lock().unwrap_or_else(|e| e.into_inner())),
+            _mark: waits::enter(stage),
+        }
+    }
+
+    fn vector<'a>(&'a self, values: &'a [Scalar]) -> GpuVector<'a> {
+        GpuVector::Host(values)
+    }
+
+    fn upload<'a>(&'a self, values: &'a [Scalar]) -> Result<GpuVector<'a>> {
+        Ok(GpuVector::Device(Box::new(self.upload_padded(values)?)))
+    }
+
+    fn h_inputs<'a>(
+        &'a self,
+        a: &'a [Scalar],
+        b: &'a [Scalar],
+        c: &'a [Scalar],
+    ) -> Result<[GpuVector<'a>; 3]> {
+        Ok(self
+            .ntt
+            .upload_h_inputs(a, b, c)?
+            .map(|v| GpuVector::Device(Box::new(v))))
+    }
+
+    fn h_step<'a>(&'a self, inputs: [GpuVector<'a>; 3]) -> Result<GpuVector<'a>> {
+        let [a, b, c] = match inputs {
+            [GpuVector::Device(a), GpuVector::Device(b), GpuVector::Device(c)] => [*a, *b, *c],
+            [GpuVector::Host(a), GpuVector::Host(b), GpuVector::Host(c)] => {
+                self.ntt.upload_h_inputs(a, b, c)?
+            }
+            _ => {
+                return Err(Error::Internal(
+                    "the H step's inputs are partly on the device".into(),
+                ))
+            }
+        };
+        self.gpu.wait_for(self.ntt.h_resident(&a, &b, &c)?)?;
+        Ok(GpuVector::Device(Box::new(a)))
+    }
+
+    fn ntt(&self, vector: &mut GpuVector<'_>, op: NttOp) -> Result<()> {
+        if let GpuVector::Host(values) = *vector {
+            let log_n = crate::ntt::log2_of(values.len())?;
+            *vector = GpuVector::Device(Box::new(self.ntt.upload(values, log_n)?));
+        }
+        if let GpuVector::Device(device) = vector {
+            self.ntt.transform_resident(device, op)?;
+        }
+        Ok(())
+    }
+
+    fn read(&self, vector: &GpuVector<'_>, len: usize) -> Result<Vec<Scalar>> {
+        let mut values = match vector {
+            GpuVector::Host(values) => values.to_vec(),
+            GpuVector::Device(device) => device.download(&self.gpu)?,
+        };
+        if len > values.len() {
+            return Err(Error::InvalidInput(format!(
+                "{len} values asked of a vector of {}",
+                values.len()
+            )));
+        }
+        values.truncate(len);
+        Ok(values)
+    }
+
+    fn select<'a>(
+        &'a self,
+        head: &[Scalar],
+        head_density: Option<&Density>,
+        values: &[Scalar],
+        density: &Density,
+    ) -> Result<GpuVector<'a>> {
+        let selected = select(head, head_density, values, density);
+        Ok(GpuVector::Device(Box::new(self.upload_padded(&selected)?)))
+    }
+
+    fn bases<'a, C: GpuCurve>(
+        &'a self,
+        host: &'a [C::Affine],
+        resident: Option<&'a ResidentBases<C>>,
+    ) -> GpuBases<'a, C> {
+        GpuBases { host, resident }
+    }
+
+    fn msm<C: GpuCurve>(
+        &self,
+        bases: &GpuBases<'_, C>,
+        scalars: &GpuVector<'_>,
+        len: usize,
+    ) -> Result<C::Projective> {
+        let kernels = self.msm_kernels::<C>();
+        let scalars = match scalars {
+            GpuVector::Host(values) => Scalars::Host(values.get(..len).ok_or_else(|| {
+                Error::InvalidInput(format!("an MSM of {len} scalars over {}", values.len()))
+            })?),
+            GpuVector::Device(vector) => Scalars::Device(vector, len),
+        };
+        match bases.resident {
+            Some(resident) => kernels.msm_from(resident, scalars),
+            None => {
+                let host = bases.host.get(..scalars.len()).ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "{} bases for {} scalars",
+                        bases.host.len(),
+                        scalars.len()
+                    ))
+                })?;
+                kernels.msm_from(&kernels.upload_bases(host)?, scalars)
+            }
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The seam between the prover and where its heavy steps run.
+//!
+//! [`Engine`] is every heavy step of a proof (uploads, the H step, NTTs, scalar selection,
+//! MSMs over host or device scalars) with two implementations: [`CpuEngine`] (blstrs and
+//! bellperson, the reference) and [`GpuEngine`] (our kernels on one device). Work is written
+//! once against the trait ([`Work`]) and runs on either. [`ProverEngine`] is what a prover
+//! holds: a GPU engine, if one is usable, with the CPU behind it; it decides the backend from
+//! the configuration and the environment (`BELLMAN_NO_GPU`), and redoes work on the CPU when
+//! the GPU fails. Both decisions are made here and nowhere else.
+
+mod cpu;
+mod gpu;
+
+pub use cpu::CpuEngine;
+pub use gpu::{GpuBases, GpuEngine, GpuVector, ResidentParams};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, MutexGuard, OnceLock};
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+
+use super::synthesis::Density;
+use crate::curve::{GpuCurve, G1, G2};
+use crate::gpu::waits::{self, Stage, StageMark};
+use crate::gpu::{AdapterSelector, GpuContext};
+use crate::msm::{MsmConfig, ResidentBases};
+use crate::ntt::NttOp;
+use crate::{Error, Result};
+
+/// Where a proof's heavy steps run. A vector or a set of bases is the engine's own: host
+/// memory on the CPU, device buffers on a GPU.
+pub trait Engine: Sync {
+    /// Fr values where this engine computes on them.
+    type Vector<'a>: Send + Sync
+    where
+        Self: 'a;
+    /// A curve's bases where this engine reads them.
+    type Bases<'a, C: GpuCurve>: Sync
+    where
+        Self: 'a;
+
+    /// The engine in logs and reports: the adapter, or "CPU".
+    fn describe(&self) -> String;
+
+    /// Enters a stage of a proof until the guard drops. On a GPU each stage has a lock, so
+    /// that one proof stages while another computes (supraseal-c2's two locks).
+    fn enter(&self, stage: Stage) -> StageGuard<'_>;
+
+    /// `values` as this engine's vector, not copied yet (for work on host data).
+    fn vector<'a>(&'a self, values: &'a [Scalar]) -> Self::Vector<'a>;
+
+    /// `values` where this engine computes, copied now (a proof's staging).
+    fn upload<'a>(&'a self, values: &'a [Scalar]) -> Result<Self::Vector<'a>>;
+
+    /// The H step's a, b, c (equal lengths) where this engine computes, at the size of their
+    /// domain (the next power of two).
+    fn h_inputs<'a>(
+        &'a self,
+        a: &'a [Scalar],
+        b: &'a [Scalar],
+        c: &'a [Scalar],
+    ) -> Result<[Self::Vector<'a>; 3]>;
+
+    /// bellperson's H step on [`h_inputs`](Self::h_inputs): the coefficients of h (the first
+    /// n - 1 are the H MSM's scalars).
+    fn h_step<'a>(&'a self, inputs: [Self::Vector<'a>; 3]) -> Result<Self::Vector<'a>>;
+
+    /// bellperson's transform `op` of a power-of-two vector, in place.
+    fn ntt(&self, vector: &mut Self::Vector<'_>, op: NttOp) -> Result<()>;
+
+    /// The first `len` values of `vector`, in host memory.
+    fn read(&self, vector: &Self::Vector<'_>, len: usize) -> Result<Vec<Scalar>>;
+
+    /// A density-restricted query's scalars: `head` (only what `head_density` marks, if
+    /// given), then the `values` that `density` marks. bellperson runs each query as an input
+    /// and an aux MSM over consecutive bases; one MSM over the concatenation is the same sum.
+    fn select<'a>(
+        &'a self,
+        head: &[Scalar],
+        head_density: Option<&Density>,
+        values: &[Scalar],
+        density: &Density,
+    ) -> Result<Self::Vector<'a>>;
+
+    /// A curve's bases: `resident` if the device keeps them, else `host`.
+    fn bases<'a, C: GpuCurve>(
+        &'a self,
+        host: &'a [C::Affine],
+        resident: Option<&'a ResidentBases<C>>,
+    ) -> Self::Bases<'a, C>;
+
+    /// Σ scalars[i] · bases[i] over the first `len` scalars.
+    fn msm<C: GpuCurve>(
+        &self,
+        bases: &Self::Bases<'_, C>,
+        scalars: &Self::Vector<'_>,
+        len: usize,
+    ) -> Result<C::Projective>;
+}
+
+/// Inside a stage of a proof: the stage's lock, if the engine has one, and this thread's mark
+/// for the wait layer (tests/prove.rs checks that no wait happens while staging).
+pub struct StageGuard<'a> {
+    _lock: Option<MutexGuard<'a, ()>>,
+    _mark: StageMark,
+}
+
+/// Work written once against [`Engine`], run by [`ProverEngine::run`] on whichever engine is
+/// usable (possibly twice: on the GPU, then on the CPU after a GPU failure).
+pub trait Work {
+    type Output;
+
+    /// What the work is, for the warning when the GPU fails in it.
+    fn what(&self) -> String;
+
+    fn run<E: Engine>(&mut self, engine: &E) -> Result<Self::Output>;
+}
+
+/// Where the heavy steps run.
+#[derive(Clone, Debug, Default)]
+pub enum Backend {
+    /// The GPU the selector (and the environment) picks, or the CPU when `BELLMAN_NO_GPU` is
+    /// set or no adapter is usable.
+    #[default]
+    Auto,
+    /// The GPU the selector picks; an error when there is none.
+    Gpu(AdapterSelector),
+    /// blstrs and bellperson on the CPU.
+    Cpu,
+}
+
+impl Backend {
+    /// The CPU when `BELLMAN_NO_GPU` asks for it, else the GPU `selector` picks (an error at
+    /// opening when there is none): what a command that was asked to prove uses.
+    pub fn gpu_unless_disabled(selector: AdapterSelector) -> Backend {
+        if gpu_disabled_by_env() {
+            log::info!("BELLMAN_NO_GPU is set: proving on the CPU");
+            Backend::Cpu
+        } else {
+            Backend::Gpu(selector)
+        }
+    }
+}
+
+/// Whether `BELLMAN_NO_GPU` asks for the CPU path (set to anything but `0`).
+fn gpu_disabled_by_env() -> bool {
+    std::env::var("BELLMAN_NO_GPU").is_ok_and(|v| v != "0")
+}
+
+/// How a prover's engine is opened.
+#[derive(Clone, Debug, Default)]
+pub struct ProverConfig {
+    pub backend: Backend,
+    /// MSM tuning and limits (lower `max_binding_bytes` to exercise chunking).
+    pub msm: MsmConfig,
+    /// Device memory for everything the prover allocates: the parameters' bases, the
+    /// buffers it pools (each proof's NTT vectors and scalars) and the MSM workspaces. Bases
+    /// stay resident only if they fit beside one proof's buffers; a budget below one proof's
+    /// buffers is an error; fewer workers run at once if the budget holds fewer proofs.
+    /// `None`: no limit but the device's.
+    pub vram_budget: Option<u64>,
+}
+
+/// The engine a prover runs on: a GPU engine, if one is usable, with the CPU behind it. A GPU
+/// failure (a lost device, an allocation refused) is logged, the work is redone on the CPU,
+/// and the engine stays on the CPU from then on.
+pub struct ProverEngine {
+    gpu: Option<GpuEngine>,
+    /// Set after a GPU failure.
+    failed: AtomicBool,
+}
+
+impl ProverEngine {
+    /// The CPU alone.
+    pub fn cpu() -> Self {
+        ProverEngine {
+            gpu: None,
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// The kernels of `gpu`, compiled now, with no VRAM budget but the device's.
+    pub fn on_device(gpu: GpuContext, msm: MsmConfig) -> Result<Self> {
+        Self::on_device_within(gpu, msm, None)
+    }
+
+    /// [`on_device`](Self::on_device) with pooled buffers, MSM workspaces and resident bases
+    /// kept within `vram_budget` bytes.
+    pub fn on_device_within(
+        gpu: GpuContext,
+        msm: MsmConfig,
+        vram_budget: Option<u64>,
+    ) -> Result<Self> {
+        Ok(ProverEngine {
+            gpu: Some(GpuEngine::new(gpu, msm, vram_budget)?),
+            failed: AtomicBool::new(false),
+        })
+    }
+
+    /// Opens the engine `config` asks for. `Backend::Auto` with the default settings is the
+    /// process's [`shared`](Self::shared) engine.
+    pub fn open(config: &ProverConfig) -> Result<Arc<Self>> {
+        match &config.backend {
+            Backend::Cpu => Ok(Arc::new(Self::cpu())),
+            Backend::Gpu(selector) => Ok(Arc::new(Self::on_device_within(
+                GpuContext::new(selector)?,
+                config.msm.clone(),
+                config.vram_budget,
+            )?)),
+            Backend::Auto if config.msm == MsmConfig::default() && config.vram_budget.is_none() => {
+                Ok(Self::shared())
+            }
+            Backend::Auto => Ok(Arc::new(Self::auto(config))),
+        }
+    }
+
+    /// The process's engine for `Backend::Auto` and default settings, opened on first use:
+    /// its pipelines compile once, and every prover and one-off MSM without its own engine
+    /// shares its device.
+    pub fn shared() -> Arc<Self> {
+        static SHARED: OnceLock<Arc<ProverEngine>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Arc::new(Self::auto(&ProverConfig::default())))
+            .clone()
+    }
+
+    /// The selected GPU, or the CPU (with the reason logged) when `BELLMAN_NO_GPU` is set or
+    /// no GPU is usable.
+    fn auto(config: &ProverConfig) -> Self {
+        if gpu_disabled_by_env() {
+            log::info!("BELLMAN_NO_GPU is set: proving on the CPU");
+            return Self::cpu();
+        }
+        let open = |gpu| Self::on_device_within(gpu, config.msm.clone(), config.vram_budget);
+        match GpuContext::new(&AdapterSelector::default()).and_then(open) {
+            Ok(engine) => engine,
+            Err(e) => {
+                log::warn!("proving on the CPU: {e}");
+                Self::cpu()
+            }
+        }
+    }
+
+    /// The device, if this engine has one (failed or not).
+    pub fn device(&self) -> Option<&GpuContext> {
+        self.gpu.as_ref().map(GpuEngine::gpu)
+    }
+
+    /// The GPU engine, if this engine has one (failed or not).
+    pub fn gpu_engine(&self) -> Option<&GpuEngine> {
+        self.gpu.as_ref()
+    }
+
+    /// The GPU engine while it is usable (none after a failure).
+    pub fn usable_gpu(&self) -> Option<&GpuEngine> {
+        self.gpu
+            .as_ref()
+            .filter(|_| !self.failed.load(Ordering::Relaxed))
+    }
+
+    /// Whether a GPU step failed and the engine now computes on the CPU.
+    pub fn gpu_failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// A description for logs and reports: the adapter, or "CPU".
+    pub fn describe(&self) -> String {
+        match &self.gpu {
+            Some(gpu) if self.gpu_failed() => {
+                format!("{}, failed: CPU from now on", gpu.describe())
+            }
+            Some(gpu) => gpu.describe(),
+            None => CpuEngine.describe(),
+        }
+    }
+
+    /// Runs `work` on the GPU while it is usable, else on the CPU; a GPU failure (any error
+    /// but bad input or an internal one, which the CPU would meet as well) is logged, marks
+    /// the engine failed, and the work is redone on the CPU.
+    pub fn run<W: Work>(&self, work: &mut W) -> Result<W::Output> {
+        let Some(gpu) = self.usable_gpu() else {
+            return work.run(&CpuEngine);
+        };
+        match work.run(gpu) {
+            Err(e) if e.is_gpu_failure() => {
+                log::warn!("GPU failed in {}, finishing on the CPU: {e}", work.what());
+                self.failed.store(true, Ordering::Relaxed);
+                work.run(&CpuEngine)
+            }
+            other => other,
+        }
+    }
+}
+
+/// One MSM of host bases and scalars.
+struct OneMsm<'a, C: GpuCurve> {
+    bases: &'a [C::Affine],
+    scalars: &'a [Scalar],
+}
+
+impl<C: GpuCurve> Work for OneMsm<'_, C> {
+    type Output = C::Projective;
+
+    fn what(&self) -> String {
+        format!("a {} MSM", C::NAME)
+    }
+
+    fn run<E: Engine>(&mut self, engine: &E) -> Result<C::Projective> {
+        if self.scalars.len() > self.bases.len() {
+            return Err(Error::InvalidInput(format!(
+                "{} scalars but only {} bases",
+                self.scalars.len(),
+                self.bases.len()
+            )));
+        }
+        let bases = engine.bases::<C>(self.bases, None);
+        engine.msm(&bases, &engine.vector(self.scalars), self.scalars.len())
+    }
+}
+
+/// Σ `scalars[i] · bases[i]` on G1 with the process's [`shared`](ProverEngine::shared)
+/// engine: the best adapter, opened and compiled for on first use, or the CPU (when
+/// `BELLMAN_NO_GPU` is set, no adapter is found, or the GPU fails). Provers keep bases
+/// resident with `MsmKernels` instead.
+pub fn msm_g1(bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective> {
+    ProverEngine::shared().run(&mut OneMsm::<G1> { bases, scalars })
+}
+
+/// [`msm_g1`] on G2.
+pub fn msm_g2(bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective> {
+    ProverEngine::shared().run(&mut OneMsm::<G2> { bases, scalars })
+}
+
+/// A stage entered without a lock (the CPU, whose proofs share nothing).
+fn unlocked(stage: Stage) -> StageGuard<'static> {
+    StageGuard {
+        _lock: None,
+        _mark: waits::enter(stage),
+    }
+}

@@ -1,0 +1,112 @@
+//! What a batch of proofs took, step by step: the names reports, traces and the CLI share.
+
+use std::time::Duration;
+
+/// A step of a proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    Synthesis,
+    /// On a GPU: uploading a, b, c and the L scalars, while another worker's proof may be
+    /// computing. On the CPU: nothing to copy.
+    Staging,
+    /// Selecting the A and B scalars (and, on a GPU, uploading them) beside the H step and
+    /// the H and L MSMs: not part of a proof's wall time unless it outlasts them.
+    ScalarSelection,
+    /// The H polynomial (seven NTTs and the division by Z).
+    HStep,
+    MsmH,
+    MsmL,
+    MsmA,
+    MsmBG1,
+    MsmBG2,
+    /// The final combination of A, B, C.
+    Assembly,
+}
+
+impl Step {
+    pub const ALL: [Step; 10] = [
+        Step::Synthesis,
+        Step::Staging,
+        Step::ScalarSelection,
+        Step::HStep,
+        Step::MsmH,
+        Step::MsmL,
+        Step::MsmA,
+        Step::MsmBG1,
+        Step::MsmBG2,
+        Step::Assembly,
+    ];
+
+    /// The steps one after another in a proof's wall time, in the order they run: every
+    /// step but scalar selection, which runs beside them.
+    pub fn sequence() -> impl Iterator<Item = Step> {
+        Step::ALL
+            .into_iter()
+            .filter(|&s| s != Step::ScalarSelection)
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Step::Synthesis => "synthesis",
+            Step::Staging => "staging",
+            Step::HStep => "H step",
+            Step::MsmH => "MSM H",
+            Step::MsmL => "MSM L",
+            Step::MsmA => "MSM A",
+            Step::MsmBG1 => "MSM B G1",
+            Step::MsmBG2 => "MSM B G2",
+            Step::ScalarSelection => "scalar selection",
+            Step::Assembly => "assembly",
+        }
+    }
+
+    fn index(self) -> usize {
+        Step::ALL
+            .iter()
+            .position(|&s| s == self)
+            .expect("every step is in ALL")
+    }
+}
+
+/// Wall time of each step of a batch, summed over its proofs.
+#[derive(Clone, Debug, Default)]
+pub struct ProveReport {
+    pub backend: String,
+    pub proofs: usize,
+    pub constraints: usize,
+    pub domain: usize,
+    /// The whole batch, from the first synthesis to the last proof.
+    pub wall: Duration,
+    /// Per step of [`Step::ALL`]; synthesis is summed over the circuits, which are
+    /// synthesized in parallel and beside the proving.
+    times: [Duration; 10],
+}
+
+impl ProveReport {
+    /// The time `step` took, summed over the proofs.
+    pub fn time(&self, step: Step) -> Duration {
+        self.times[step.index()]
+    }
+
+    /// Adds `time` to `step`.
+    pub fn record(&mut self, step: Step, time: Duration) {
+        self.times[step.index()] += time;
+    }
+
+    /// Adds `other`'s step times to these.
+    pub fn add(&mut self, other: &ProveReport) {
+        for step in Step::ALL {
+            self.record(step, other.time(step));
+        }
+    }
+
+    /// Everything after synthesis.
+    pub fn after_synthesis(&self) -> Duration {
+        self.total() - self.time(Step::Synthesis)
+    }
+
+    /// Synthesis and everything after it.
+    pub fn total(&self) -> Duration {
+        Step::sequence().map(|s| self.time(s)).sum()
+    }
+}

@@ -1,0 +1,319 @@
+//! One MSM as command buffers: per chunk of points the digit count and scan, the scatter,
+//! the accumulation levels and the merge into the buckets; then the bucket reduction, whose
+//! window sums are read back.
+
+use super::plan::MsmPlan;
+use super::program::{MsmEntry, MsmParams, ScanEntry, ScanParams};
+use super::timer::PassTimer;
+use super::workspace::{scan_levels, Workspace};
+use super::{MsmKernels, ResidentBases, Scalars};
+use crate::curve::GpuCurve;
+use crate::error::Result;
+use crate::gpu::UniformArray;
+
+/// A run of points that lies in one base buffer: (buffer, first point in it, first scalar,
+/// points).
+#[derive(Clone, Copy)]
+struct Chunk {
+    buffer: usize,
+    at: usize,
+    first: usize,
+    len: usize,
+}
+
+/// Cuts `len` scalars into chunks of at most `plan.chunk` that never straddle two base
+/// buffers.
+fn chunks<C: GpuCurve>(bases: &ResidentBases<C>, plan: &MsmPlan, len: usize) -> Vec<Chunk> {
+    let mut chunks = Vec::new();
+    let mut first = 0usize;
+    while first < len {
+        let buffer = first / bases.per_buffer;
+        let at = first % bases.per_buffer;
+        let room = bases.buffers[buffer].1 - at;
+        let take = plan.chunk.min(room).min(len - first);
+        chunks.push(Chunk {
+            buffer,
+            at,
+            first,
+            len: take,
+        });
+        first += take;
+    }
+    chunks
+}
+
+/// Everything one MSM's passes bind, made once for all its chunks.
+struct Recording<'a, C: GpuCurve> {
+    kernels: &'a MsmKernels<C>,
+    bases: &'a ResidentBases<C>,
+    plan: &'a MsmPlan,
+    ws: &'a Workspace,
+    /// Per chunk one block per accumulation level, then the reduction's, then one per tree
+    /// stride.
+    params: UniformArray,
+    reduce_block: usize,
+    strides: Vec<u32>,
+    scan_lens: Vec<u64>,
+    scan_params: UniformArray,
+    scan_groups: Vec<wgpu::BindGroup>,
+    timer: PassTimer,
+}
+
+impl<C: GpuCurve> MsmKernels<C> {
+    /// Records and submits every chunk, then the reduction; returns each window's sum.
+    pub(super) fn run(
+        &self,
+        bases: &ResidentBases<C>,
+        scalars: Scalars<'_>,
+        plan: &MsmPlan,
+        ws: &Workspace,
+    ) -> Result<Vec<C::Projective>> {
+        let gpu = &self.gpu;
+        let chunks = chunks(bases, plan, scalars.len());
+        let recording = Recording::new(self, bases, plan, ws, &chunks);
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        encoder.clear_buffer(&ws.buckets, 0, None);
+        for (c, &chunk) in chunks.iter().enumerate() {
+            scalars.stage(gpu, &mut encoder, &ws.scalars, chunk.first, chunk.len)?;
+            recording.chunk(&mut encoder, c, chunk);
+            // The next chunk rewrites the scalars: submit this one first.
+            gpu.submit([encoder.finish()]);
+            encoder = gpu.device.create_command_encoder(&Default::default());
+        }
+        recording.reduction(&mut encoder, chunks[0]);
+        let xyzz = C::XYZZ_BYTES as u64;
+        for w in 0..plan.windows as u64 {
+            let from = w * plan.groups as u64 * xyzz;
+            encoder.copy_buffer_to_buffer(&ws.sums, from, &ws.readback, w * xyzz, xyzz);
+        }
+        recording.timer.resolve(&mut encoder);
+        let submission = gpu.submit([encoder.finish()]);
+        let bytes = gpu.read_mapped(&ws.readback, submission.clone())?;
+        let sums = bytes.chunks(xyzz as usize).map(C::from_xyzz).collect();
+        *self.profile.lock().unwrap_or_else(|e| e.into_inner()) =
+            recording.timer.read(gpu, submission)?;
+        Ok(sums)
+    }
+}
+
+impl<'a, C: GpuCurve> Recording<'a, C> {
+    fn new(
+        kernels: &'a MsmKernels<C>,
+        bases: &'a ResidentBases<C>,
+        plan: &'a MsmPlan,
+        ws: &'a Workspace,
+        chunks: &[Chunk],
+    ) -> Self {
+        let gpu = &kernels.gpu;
+        let levels = plan.level_bounds.len();
+        let params_of = |count: usize, level: usize| MsmParams {
+            count: count as u32,
+            window_bits: plan.window_bits,
+            windows: plan.windows,
+            buckets: plan.buckets,
+            segment: plan.segment,
+            level: level as u32,
+            groups: plan.groups,
+            _pad: 0,
+        };
+        let mut blocks: Vec<MsmParams> = chunks
+            .iter()
+            .flat_map(|chunk| (0..levels).map(move |l| params_of(chunk.len, l)))
+            .collect();
+        let reduce_block = blocks.len();
+        blocks.push(params_of(0, 0));
+        let strides = plan.tree_strides();
+        blocks.extend(strides.iter().map(|&s| params_of(0, s as usize)));
+
+        let scan_lens = scan_levels(plan.count_slots());
+        let scan_params = UniformArray::new(
+            gpu,
+            &scan_lens
+                .iter()
+                .map(|&len| ScanParams {
+                    len: len as u32,
+                    _pad: [0; 3],
+                })
+                .collect::<Vec<_>>(),
+        );
+        let scan_groups = (0..scan_lens.len())
+            .map(|level| {
+                let data = if level == 0 {
+                    &ws.counts
+                } else {
+                    &ws.scan_sums[level - 1]
+                };
+                gpu.bind_group(
+                    &kernels.scan,
+                    &[
+                        scan_params.binding(std::mem::size_of::<ScanParams>()),
+                        data.as_entire_binding(),
+                        ws.scan_sums[level].as_entire_binding(),
+                    ],
+                )
+            })
+            .collect();
+        Recording {
+            kernels,
+            bases,
+            plan,
+            ws,
+            params: UniformArray::new(gpu, &blocks),
+            reduce_block,
+            strides,
+            scan_lens,
+            scan_params,
+            scan_groups,
+            timer: PassTimer::new(gpu, kernels.config.profile, 4 * chunks.len() + 2),
+        }
+    }
+
+    fn grid(&self, entry: MsmEntry, threads: u64) -> (u32, u32) {
+        self.kernels.gpu.grid(entry, threads)
+    }
+
+    /// The MSM's bind group over `chunk`'s bases. Accumulation levels ping-pong: parity 0
+    /// reads list b and writes list a, parity 1 the reverse. `into_chunk_buckets` binds the
+    /// chunk buckets where the kernels write `buckets` (chunks after the first).
+    fn bind(&self, chunk: Chunk, parity: usize, into_chunk_buckets: bool) -> wgpu::BindGroup {
+        let ws = self.ws;
+        let (inp, out) = (1 - parity, parity);
+        let (target, other) = if into_chunk_buckets {
+            (&ws.chunk_buckets, &ws.buckets)
+        } else {
+            (&ws.buckets, &ws.chunk_buckets)
+        };
+        let bases = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.bases.buffers[chunk.buffer].0,
+            offset: (chunk.at * C::AFFINE_BYTES) as u64,
+            size: wgpu::BufferSize::new((chunk.len * C::AFFINE_BYTES) as u64),
+        });
+        self.kernels.gpu.bind_group(
+            &self.kernels.msm,
+            &[
+                self.params.binding(std::mem::size_of::<MsmParams>()),
+                ws.scalars.as_entire_binding(),
+                bases,
+                ws.counts.as_entire_binding(),
+                ws.cursor.as_entire_binding(),
+                ws.sorted.as_entire_binding(),
+                ws.keys[inp].as_entire_binding(),
+                ws.points[inp].as_entire_binding(),
+                ws.keys[out].as_entire_binding(),
+                ws.points[out].as_entire_binding(),
+                target.as_entire_binding(),
+                ws.lengths.as_entire_binding(),
+                ws.sums.as_entire_binding(),
+                other.as_entire_binding(),
+            ],
+        )
+    }
+
+    /// Chunk `c`: count and scan the digits, scatter, accumulate level by level, and merge
+    /// into the buckets if it is not the first.
+    fn chunk(&self, encoder: &mut wgpu::CommandEncoder, c: usize, chunk: Chunk) {
+        let (ws, plan, msm) = (self.ws, self.plan, &self.kernels.msm);
+        let levels = plan.level_bounds.len();
+        let merged = c > 0;
+        let groups = [0, 1].map(|parity| self.bind(chunk, parity, merged));
+        let chunk_params = self.params.offset(c * levels);
+        let point_grid = self.grid(MsmEntry::Count, chunk.len as u64);
+        let slots = plan.count_slots();
+
+        encoder.clear_buffer(&ws.counts, 0, None);
+        if merged {
+            encoder.clear_buffer(&ws.chunk_buckets, 0, None);
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&self.timer.pass("count + scan"));
+            pass.set_pipeline(msm.pipeline(MsmEntry::Count));
+            pass.set_bind_group(0, &groups[0], &[chunk_params]);
+            pass.dispatch_workgroups(point_grid.0, point_grid.1, 1);
+            self.scan(&mut pass);
+        }
+        encoder.copy_buffer_to_buffer(&ws.counts, 0, &ws.cursor, 0, slots * 4);
+        encoder.copy_buffer_to_buffer(&ws.counts, (slots - 1) * 4, &ws.lengths, 0, 4);
+        {
+            let mut pass = encoder.begin_compute_pass(&self.timer.pass("scatter"));
+            pass.set_pipeline(msm.pipeline(MsmEntry::Scatter));
+            pass.set_bind_group(0, &groups[0], &[chunk_params]);
+            pass.dispatch_workgroups(point_grid.0, point_grid.1, 1);
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&self.timer.pass("accumulate"));
+            for (level, &bound) in plan.level_bounds.iter().enumerate() {
+                let entry = if level == 0 {
+                    MsmEntry::AccumulateBases
+                } else {
+                    MsmEntry::AccumulatePartials
+                };
+                pass.set_pipeline(msm.pipeline(entry));
+                let (x, y) = self.grid(entry, bound.div_ceil(plan.segment as u64));
+                pass.set_bind_group(
+                    0,
+                    &groups[level % 2],
+                    &[self.params.offset(c * levels + level)],
+                );
+                pass.dispatch_workgroups(x, y, 1);
+            }
+        }
+        if merged {
+            let main = self.bind(chunk, 0, false);
+            let mut pass = encoder.begin_compute_pass(&self.timer.pass("merge chunk"));
+            pass.set_pipeline(msm.pipeline(MsmEntry::MergeBuckets));
+            pass.set_bind_group(0, &main, &[chunk_params]);
+            let (x, y) = self.grid(
+                MsmEntry::MergeBuckets,
+                plan.windows as u64 * plan.buckets as u64,
+            );
+            pass.dispatch_workgroups(x, y, 1);
+        }
+    }
+
+    /// Exclusive scan of the counts in place, level by level (see scan.wgsl).
+    fn scan(&self, pass: &mut wgpu::ComputePass<'_>) {
+        let scan = &self.kernels.scan;
+        pass.set_pipeline(scan.pipeline(ScanEntry::Blocks));
+        for (level, &len) in self.scan_lens.iter().enumerate() {
+            let (x, y) = self.kernels.gpu.grid(ScanEntry::Blocks, len);
+            pass.set_bind_group(
+                0,
+                &self.scan_groups[level],
+                &[self.scan_params.offset(level)],
+            );
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        pass.set_pipeline(scan.pipeline(ScanEntry::AddOffsets));
+        for (level, &len) in self.scan_lens.iter().enumerate().rev().skip(1) {
+            let (x, y) = self.kernels.gpu.grid(ScanEntry::AddOffsets, len);
+            pass.set_bind_group(
+                0,
+                &self.scan_groups[level],
+                &[self.scan_params.offset(level)],
+            );
+            pass.dispatch_workgroups(x, y, 1);
+        }
+    }
+
+    /// Per window, sum_b b · bucket[b] in groups of buckets, then a pairwise tree over the
+    /// groups (the sums land at each window's first group).
+    fn reduction(&self, encoder: &mut wgpu::CommandEncoder, first_chunk: Chunk) {
+        let (plan, msm) = (self.plan, &self.kernels.msm);
+        let group = self.bind(first_chunk, 0, false);
+        {
+            let mut pass = encoder.begin_compute_pass(&self.timer.pass("reduce buckets"));
+            pass.set_bind_group(0, &group, &[self.params.offset(self.reduce_block)]);
+            pass.set_pipeline(msm.pipeline(MsmEntry::ReduceGroups));
+            let (x, y) = self.grid(MsmEntry::ReduceGroups, (plan.windows * plan.groups) as u64);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+        let mut pass = encoder.begin_compute_pass(&self.timer.pass("sum groups"));
+        pass.set_pipeline(msm.pipeline(MsmEntry::SumPairs));
+        for (k, &stride) in self.strides.iter().enumerate() {
+            let pairs = (plan.groups as u64).div_ceil(2 * stride as u64);
+            let (x, y) = self.grid(MsmEntry::SumPairs, plan.windows as u64 * pairs);
+            pass.set_bind_group(0, &group, &[self.params.offset(self.reduce_block + 1 + k)]);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+    }
+}

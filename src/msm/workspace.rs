@@ -1,0 +1,165 @@
+//! The device buffers an MSM plan needs, and the few kept between MSMs within the VRAM budget.
+
+use blstrs::Scalar;
+
+use super::plan::MsmPlan;
+use super::program::SCAN_BLOCK;
+use crate::curve::GpuCurve;
+use crate::error::{Error, Result};
+use crate::gpu::pool::{BufferPool, Reservation};
+use crate::gpu::GpuContext;
+
+/// Workspaces kept between MSMs: a prover alternates between a few MSM sizes (H, L, A near n;
+/// B smaller), and reallocating gigabytes for each cost more than the MSM's sort.
+pub const WORKSPACES_KEPT: usize = 2;
+
+/// Device buffers sized for one plan.
+pub(super) struct Workspace {
+    pub plan: MsmPlan,
+    pub scalars: wgpu::Buffer,
+    pub counts: wgpu::Buffer,
+    pub cursor: wgpu::Buffer,
+    pub sorted: wgpu::Buffer,
+    pub keys: [wgpu::Buffer; 2],
+    pub points: [wgpu::Buffer; 2],
+    pub buckets: wgpu::Buffer,
+    /// Buckets of the second and later chunks, merged into `buckets` after each.
+    pub chunk_buckets: wgpu::Buffer,
+    pub lengths: wgpu::Buffer,
+    pub sums: wgpu::Buffer,
+    /// Block totals of each scan level.
+    pub scan_sums: Vec<wgpu::Buffer>,
+    pub readback: wgpu::Buffer,
+    /// Its bytes in the VRAM budget, while it lives.
+    _budget: Option<Reservation>,
+}
+
+fn storage(gpu: &GpuContext, label: &str, size: u64) -> wgpu::Buffer {
+    gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size.max(16).next_multiple_of(4),
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+/// The lengths of each scan level: the data, then block totals until one block remains.
+pub(super) fn scan_levels(len: u64) -> Vec<u64> {
+    let mut levels = vec![len];
+    while *levels.last().expect("never empty") > SCAN_BLOCK as u64 {
+        let last = *levels.last().expect("never empty");
+        levels.push(last.div_ceil(SCAN_BLOCK as u64));
+    }
+    levels
+}
+
+impl Workspace {
+    fn new<C: GpuCurve>(gpu: &GpuContext, plan: &MsmPlan) -> Self {
+        let xyzz = C::XYZZ_BYTES as u64;
+        let slots = plan.count_slots();
+        let bucket_bytes = plan.windows as u64 * plan.buckets as u64 * xyzz;
+        Workspace {
+            plan: plan.clone(),
+            scalars: storage(
+                gpu,
+                "msm scalars",
+                plan.chunk as u64 * std::mem::size_of::<Scalar>() as u64,
+            ),
+            counts: storage(gpu, "msm counts", slots * 4),
+            cursor: storage(gpu, "msm cursor", slots * 4),
+            sorted: storage(gpu, "msm sorted", plan.max_entries() * 8),
+            keys: ["msm keys a", "msm keys b"].map(|l| storage(gpu, l, plan.max_partials() * 4)),
+            points: ["msm partials a", "msm partials b"]
+                .map(|l| storage(gpu, l, plan.max_partials() * xyzz)),
+            buckets: storage(gpu, "msm buckets", bucket_bytes),
+            chunk_buckets: storage(
+                gpu,
+                "msm chunk buckets",
+                if plan.chunk < plan.n {
+                    bucket_bytes
+                } else {
+                    xyzz
+                },
+            ),
+            lengths: storage(gpu, "msm lengths", 4 * (plan.level_bounds.len() as u64 + 1)),
+            sums: storage(
+                gpu,
+                "msm group sums",
+                (plan.windows * plan.groups) as u64 * xyzz,
+            ),
+            scan_sums: scan_levels(slots)
+                .iter()
+                .map(|&len| storage(gpu, "scan block sums", len.div_ceil(SCAN_BLOCK as u64) * 4))
+                .collect(),
+            readback: gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("msm window sums"),
+                size: plan.windows as u64 * xyzz,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            _budget: None,
+        }
+    }
+}
+
+/// The workspaces of one curve's kernels, most recently used last, their bytes counted
+/// against a pool's budget when there is one.
+#[derive(Default)]
+pub(super) struct Workspaces {
+    kept: Vec<Workspace>,
+}
+
+impl Workspaces {
+    /// A workspace `plan` fits in: a kept one, or a new one (freeing the oldest first, and
+    /// more kept ones while the budget or the device refuses the new one).
+    pub fn for_plan<C: GpuCurve>(
+        &mut self,
+        gpu: &GpuContext,
+        pool: Option<&BufferPool>,
+        plan: &MsmPlan,
+    ) -> Result<&Workspace> {
+        let cache = &mut self.kept;
+        match cache.iter().position(|w| plan.fits_in(&w.plan)) {
+            Some(i) => {
+                let ws = cache.remove(i);
+                cache.push(ws);
+            }
+            None => {
+                if cache.len() >= WORKSPACES_KEPT {
+                    cache.remove(0); // free the oldest before allocating
+                }
+                let bytes = plan.workspace_bytes(C::XYZZ_BYTES as u64);
+                let budget = match pool {
+                    Some(pool) => Some(loop {
+                        match pool.reserve("an MSM workspace", bytes) {
+                            Err(Error::VramBudget { .. }) if !cache.is_empty() => {
+                                cache.remove(0); // its bytes go back to the budget
+                            }
+                            reserved => break reserved?,
+                        }
+                    }),
+                    None => None,
+                };
+                let allocate = || {
+                    gpu.allocating("the MSM workspace", bytes, || {
+                        Workspace::new::<C>(gpu, plan)
+                    })
+                };
+                let ws = match allocate() {
+                    Err(Error::OutOfMemory { .. }) if !cache.is_empty() => {
+                        cache.clear();
+                        allocate()?
+                    }
+                    other => other?,
+                };
+                cache.push(Workspace {
+                    _budget: budget,
+                    ..ws
+                });
+            }
+        }
+        Ok(cache.last().expect("just filled"))
+    }
+}
