@@ -234,16 +234,13 @@ impl Prover {
             || {
                 let start = Instant::now();
                 let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
-                    rayon::join(
-                        || engine.select(inputs, None, aux, a_aux_density),
-                        || engine.select(inputs, Some(b_input_density), aux, b_aux_density),
-                    )
+                    engine.select_ab(assignment)
                 });
                 (selected, start.elapsed())
             },
         );
         let (h, l) = h_and_l?;
-        let (a_scalars, b_scalars) = (selected.0?, selected.1?);
+        let [a_scalars, b_scalars] = selected?;
         report.record(Step::ScalarSelection, selection_time);
 
         let a_len = inputs.len() + a_aux_density.total();

@@ -8,7 +8,7 @@ use blstrs::Scalar;
 use super::{unlocked, Engine, StageGuard};
 use crate::curve::GpuCurve;
 use crate::gpu::waits::Stage;
-use crate::groth16::synthesis::Density;
+use crate::groth16::synthesis::ProvingAssignment;
 use crate::msm::{msm_cpu, ResidentBases};
 use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttOp};
 use crate::{Error, Result};
@@ -65,14 +65,9 @@ impl Engine for CpuEngine {
         Ok(values.to_vec())
     }
 
-    fn select<'a>(
-        &'a self,
-        head: &[Scalar],
-        head_density: Option<&Density>,
-        values: &[Scalar],
-        density: &Density,
-    ) -> Result<Cow<'a, [Scalar]>> {
-        Ok(Cow::Owned(select(head, head_density, values, density)))
+    fn select_ab<'a>(&'a self, assignment: &ProvingAssignment) -> Result<[Cow<'a, [Scalar]>; 2]> {
+        let (a, b) = select_ab(assignment);
+        Ok([Cow::Owned(a), Cow::Owned(b)])
     }
 
     fn bases<'a, C: GpuCurve>(
@@ -96,23 +91,27 @@ impl Engine for CpuEngine {
     }
 }
 
-/// [`Engine::select`] in host memory, which the GPU engine uploads.
-pub(super) fn select(
-    head: &[Scalar],
-    head_density: Option<&Density>,
-    values: &[Scalar],
-    density: &Density,
-) -> Vec<Scalar> {
-    let tail = density.select(values);
-    let head: Cow<[Scalar]> = match head_density {
-        Some(d) => Cow::Owned(d.select(head)),
-        None => Cow::Borrowed(head),
-    };
+/// [`Engine::select_ab`] in host memory (which the GPU engine uploads), A and B at once.
+pub(super) fn select_ab(assignment: &ProvingAssignment) -> (Vec<Scalar>, Vec<Scalar>) {
+    let (inputs, aux) = (&assignment.input_assignment, &assignment.aux_assignment);
+    rayon::join(
+        || concat(inputs, assignment.a_aux_density.select(aux)),
+        || {
+            concat(
+                &assignment.b_input_density.select(inputs),
+                assignment.b_aux_density.select(aux),
+            )
+        },
+    )
+}
+
+/// `head` then `tail`, in one allocation.
+fn concat(head: &[Scalar], tail: Vec<Scalar>) -> Vec<Scalar> {
     if head.is_empty() {
         return tail;
     }
     let mut out = Vec::with_capacity(head.len() + tail.len());
-    out.extend_from_slice(&head);
+    out.extend_from_slice(head);
     out.extend_from_slice(&tail);
     out
 }

@@ -19,7 +19,7 @@ use std::sync::{Arc, MutexGuard, OnceLock};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
-use super::synthesis::Density;
+use super::synthesis::ProvingAssignment;
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::waits::{self, Stage, StageMark};
 use crate::gpu::{AdapterSelector, GpuContext};
@@ -71,16 +71,11 @@ pub trait Engine: Sync {
     /// The first `len` values of `vector`, in host memory.
     fn read(&self, vector: &Self::Vector<'_>, len: usize) -> Result<Vec<Scalar>>;
 
-    /// A density-restricted query's scalars: `head` (only what `head_density` marks, if
-    /// given), then the `values` that `density` marks. bellperson runs each query as an input
-    /// and an aux MSM over consecutive bases; one MSM over the concatenation is the same sum.
-    fn select<'a>(
-        &'a self,
-        head: &[Scalar],
-        head_density: Option<&Density>,
-        values: &[Scalar],
-        density: &Density,
-    ) -> Result<Self::Vector<'a>>;
+    /// The A and B queries' scalars of a proof: A's are the inputs, then the aux variables
+    /// A's density marks; B's are the inputs and the aux variables B's densities mark.
+    /// bellperson runs each query as an input and an aux MSM over consecutive bases; one MSM
+    /// over the concatenation is the same sum.
+    fn select_ab<'a>(&'a self, assignment: &ProvingAssignment) -> Result<[Self::Vector<'a>; 2]>;
 
     /// A curve's bases: `resident` if the device keeps them, else `host`.
     fn bases<'a, C: GpuCurve>(
