@@ -12,7 +12,7 @@ pub mod params;
 pub mod prover;
 pub mod synthesis;
 
-pub use params::{PointCheck, ProvingParameters};
+pub use params::{ParamsShape, PointCheck, ProvingParameters};
 pub use prover::{
     prove, prove_batch, prove_batch_random, prove_random, Backend, ProveReport, Prover,
     ProverConfig, DEFAULT_WORKERS,
