@@ -23,6 +23,10 @@ fn main() -> ExitCode {
             eprintln!("error: internal error{place}: {message} (RUST_BACKTRACE=1 for a backtrace)");
         }));
     }
+    // Before any thread starts: the signals are blocked in every thread but one.
+    if let Err(e) = cli::remove_temporaries_on_signals() {
+        log::warn!("temporary files will not be removed on SIGINT: {e}");
+    }
     match cli::run() {
         Ok(code) => code,
         Err(err) => {

@@ -285,6 +285,8 @@ impl Cli {
     }
 }
 
+pub use output::remove_temporaries_on_signals;
+
 pub fn run() -> CliResult<ExitCode> {
     let cli = Cli::parse();
     let selector = cli.selector()?;
@@ -336,17 +338,17 @@ pub fn run() -> CliResult<ExitCode> {
     Ok(code)
 }
 
-fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCode> {
-    match command {
-        BenchCommand::Field { threads } => bench::field(selector, threads),
+fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<ExitCode> {
+    Ok(match command {
+        BenchCommand::Field { threads } => bench::field(selector, threads)?,
         BenchCommand::Ntt {
             log_n,
             runs,
             local_stages,
             no_check,
-        } => bench::ntt(selector, &log_n, runs, local_stages, !no_check),
-        BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs),
-        BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs),
+        } => bench::ntt(selector, &log_n, runs, local_stages, !no_check)?,
+        BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs)?,
+        BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs)?,
         BenchCommand::Prove {
             log_n,
             batch,
@@ -364,7 +366,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
                 check: !no_check,
                 trace,
             },
-        ),
+        )?,
         BenchCommand::Msm {
             curve,
             log_n,
@@ -398,7 +400,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
                 other => Err(Error::InvalidInput(format!(
                     "--curve {other:?}: expected g1 or g2"
                 ))),
-            }
+            }?
         }
-    }
+    })
 }

@@ -1,7 +1,6 @@
 //! `wgpu-groth16 prove`: one proof of a built-in circuit with a `.params` file, written as
 //! bellperson writes proofs (192 bytes, compressed), and its public inputs.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -22,7 +21,7 @@ use wgpu_groth16::msm::gpu_disabled_by_env;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
-use super::output::{hex, stage, NewFile, Output};
+use super::output::{hex, stage, Output, OutputPlan};
 use super::setup::{BuiltIn, CircuitArgs};
 use super::{CliError, CliResult};
 
@@ -131,8 +130,29 @@ pub fn run(
     options: &ProveOptions,
     out: &mut Output,
 ) -> CliResult<ExitCode> {
+    let mut plan = OutputPlan::new();
+    plan.input("--params", &options.params);
+    let proof_file = plan.output("--proof", &options.proof);
+    let inputs_file = options
+        .inputs_out
+        .as_deref()
+        .map(|path| plan.output("--inputs-out", path));
+    let trace_file = options
+        .trace
+        .as_deref()
+        .map(|path| plan.output("--trace", path));
+    let mut files = plan.reserve()?;
+
     let message = options.message.as_deref().map(str::as_bytes);
     let args = options.circuit.sized_for(message)?;
+    let not_made_for = |e: Error| match e {
+        Error::ParamsMismatch(why) => CliError::Invalid(format!(
+            "{} was not made for {}: {why} (run `setup` with the same --circuit and --size)",
+            options.params.display(),
+            args.describe()
+        )),
+        e => e.into(),
+    };
     let circuit = args.with_witness(message, options.seed)?;
     let check = if options.unchecked {
         PointCheck::Unchecked
@@ -151,14 +171,7 @@ pub fn run(
         out.fact("note", note.as_str(), format!("note: {note}"));
     }
     let (proof, report) =
-        prove_on(engine, &params, &circuit, rs, timeline.clone()).map_err(|e| match e {
-            Error::ParamsMismatch(why) => CliError::Invalid(format!(
-                "{} was not made for {}: {why} (run `setup` with the same --circuit and --size)",
-                options.params.display(),
-                args.describe()
-            )),
-            e => e.into(),
-        })?;
+        prove_on(engine, &params, &circuit, rs, timeline.clone()).map_err(not_made_for)?;
     // A wrong GPU result must not leave as a proof; the check costs milliseconds.
     let vk = prepare_verifying_key(&params.vk);
     if !verify_proof(&vk, &proof, &inputs).map_err(Error::Synthesis)? {
@@ -168,20 +181,16 @@ pub fn run(
             report.backend
         )));
     }
-    if let (Some(path), Some(timeline)) = (&options.trace, &timeline) {
-        NewFile::write(path, |w| timeline.write_chrome_trace(w))?.commit()?;
-    }
     let proof = proof_bytes(&proof);
     let inputs = inputs_hex(&inputs);
-    let proof_file = NewFile::write(&options.proof, |w| w.write_all(&proof))?;
-    let inputs_file = match &options.inputs_out {
-        Some(path) => Some(NewFile::write(path, |w| {
-            inputs.iter().try_for_each(|x| writeln!(w, "{x}"))
-        })?),
-        None => None,
-    };
-    proof_file.commit()?;
-    inputs_file.map(NewFile::commit).transpose()?;
+    files.write(proof_file, |w| w.write_all(&proof))?;
+    if let Some(slot) = inputs_file {
+        files.write(slot, |w| inputs.iter().try_for_each(|x| writeln!(w, "{x}")))?;
+    }
+    if let (Some(slot), Some(timeline)) = (trace_file, &timeline) {
+        files.write(slot, |w| timeline.write_chrome_trace(w))?;
+    }
+    files.commit()?;
 
     out.fact(
         "engine",

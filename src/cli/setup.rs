@@ -14,7 +14,7 @@ use serde_json::json;
 use wgpu_groth16::groth16::circuits::{FilecoinLike, Sha256Preimage};
 use wgpu_groth16::groth16::{PointCheck, ProvingParameters};
 
-use super::output::{stage, NewFile, Output};
+use super::output::{stage, Output, OutputPlan};
 use super::{CliError, CliResult};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -150,18 +150,15 @@ pub fn run(
     vk_path: &Path,
     out: &mut Output,
 ) -> CliResult<ExitCode> {
-    if params_path == vk_path {
-        return Err(CliError::Invalid(
-            "--params and --vk name the same file".into(),
-        ));
-    }
+    let mut plan = OutputPlan::new();
+    let params_file = plan.output("--params", params_path);
+    let vk_file = plan.output("--vk", vk_path);
+    let mut files = plan.reserve()?;
     let (params, time) = generate(circuit)?;
-    // Both files are complete before either replaces an older one: a failure leaves the
-    // previous pair, not a new .params beside an old .vk.
-    let params_file = NewFile::write(params_path, |w| params.write(w))?;
-    let vk_file = NewFile::write(vk_path, |w| params.vk.write(w))?;
-    params_file.commit()?;
-    vk_file.commit()?;
+    // One set: a failure leaves the previous pair, never a new .params beside an old .vk.
+    files.write(params_file, |w| params.write(w))?;
+    files.write(vk_file, |w| params.vk.write(w))?;
+    files.commit()?;
     out.fact(
         "circuit",
         circuit.name(),
@@ -231,11 +228,16 @@ pub fn cached(circuit: &CircuitArgs) -> CliResult<(ProvingParameters, String)> {
             Err(e) => log::warn!("regenerating the cached parameters {}: {e}", path.display()),
         }
     }
-    let (params, time) = generate(circuit)?;
-    let cached = std::fs::create_dir_all(&dir)
+    let mut plan = OutputPlan::new();
+    let slot = plan.output("the parameter cache", &path);
+    let files = std::fs::create_dir_all(&dir)
         .map_err(|source| CliError::io("create", &dir, source))
-        .and_then(|()| NewFile::write(&path, |w| params.write(w)))
-        .and_then(NewFile::commit);
+        .and_then(|()| plan.reserve());
+    let (params, time) = generate(circuit)?;
+    let cached = files.and_then(|mut files| {
+        files.write(slot, |w| params.write(w))?;
+        files.commit()
+    });
     let note = match cached {
         Ok(()) => format!("generated in {time:.2?}, cached in {}", path.display()),
         Err(e) => {
