@@ -6,6 +6,7 @@ mod bench_synthesis;
 mod compare;
 mod demo;
 mod info;
+mod memory;
 mod output;
 mod prove;
 mod setup;
@@ -287,8 +288,33 @@ impl Cli {
 
 pub use output::remove_temporaries_on_signals;
 
-pub fn run() -> CliResult<ExitCode> {
-    let cli = Cli::parse();
+/// Parses the command line and runs the command. A failure is one line on stderr (and a
+/// JSON error document with `--json`), exit status 2.
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout, as they are; a usage error is still a failure.
+            if e.use_stderr() && std::env::args_os().any(|arg| arg == "--json") {
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                output::report_json_only(first.strip_prefix("error: ").unwrap_or(first));
+            }
+            e.exit()
+        }
+    };
+    let json = cli.json;
+    match run_command(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            output::report_error(json, &err);
+            // 1 is a failed check (an invalid proof): scripts can tell the two apart.
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_command(cli: Cli) -> CliResult<ExitCode> {
     let selector = cli.selector()?;
     let mut out = output::Output::new(cli.json);
     let code = match cli.command {

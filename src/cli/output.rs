@@ -1,6 +1,6 @@
 //! What the commands produce: lines and tables printed as they come, or with `--json` one
-//! document printed at the end; spinners on stderr for long stages; files written whole or
-//! not at all ([`files`]).
+//! document printed at the end (an error too); spinners on stderr for long stages; files
+//! written whole or not at all ([`files`]).
 
 mod files;
 
@@ -9,7 +9,7 @@ use std::io::{self, IsTerminal};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 pub use files::{remove_temporaries_on_signals, OutputPlan};
 
@@ -232,12 +232,30 @@ impl Output {
     /// Prints the JSON document (text has been printed already).
     pub fn finish(self) {
         if let Some(doc) = self.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&Value::Object(doc)).expect("JSON values serialize")
-            );
+            print_json(&Value::Object(doc));
         }
     }
+}
+
+/// A failed command: one line `error: ...` on stderr, and with `--json` the document
+/// `{"error": "..."}` on stdout instead of the command's own (scripts parse stdout).
+pub fn report_error(json: bool, error: &dyn Display) {
+    eprintln!("error: {error}");
+    if json {
+        report_json_only(error);
+    }
+}
+
+/// The JSON error document alone, for errors whose line another part prints (clap's).
+pub fn report_json_only(error: impl Display) {
+    print_json(&json!({ "error": error.to_string() }));
+}
+
+fn print_json(doc: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(doc).expect("JSON values serialize")
+    );
 }
 
 #[cfg(test)]

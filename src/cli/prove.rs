@@ -21,6 +21,7 @@ use wgpu_groth16::msm::gpu_disabled_by_env;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
+use super::memory;
 use super::output::{hex, stage, Output, OutputPlan};
 use super::setup::{BuiltIn, CircuitArgs};
 use super::{CliError, CliResult};
@@ -125,11 +126,25 @@ pub fn inputs_hex(inputs: &[Scalar]) -> Vec<String> {
     inputs.iter().map(|x| hex(&x.to_bytes_le())).collect()
 }
 
+/// `--vram-budget-mib` in bytes.
+fn vram_budget(mib: Option<u64>) -> CliResult<Option<u64>> {
+    mib.map(|mib| {
+        mib.checked_mul(1 << 20).ok_or_else(|| {
+            CliError::Invalid(format!(
+                "--vram-budget-mib {mib} is more bytes than a 64-bit count holds (at most {} MiB)",
+                u64::MAX >> 20
+            ))
+        })
+    })
+    .transpose()
+}
+
 pub fn run(
     selector: &AdapterSelector,
     options: &ProveOptions,
     out: &mut Output,
 ) -> CliResult<ExitCode> {
+    let vram_budget = vram_budget(options.vram_budget_mib)?;
     let mut plan = OutputPlan::new();
     plan.input("--params", &options.params);
     let proof_file = plan.output("--proof", &options.proof);
@@ -153,6 +168,24 @@ pub fn run(
         )),
         e => e.into(),
     };
+    // The circuit's size and the file's counts before anything is decoded or synthesized:
+    // parameters for another circuit, or a job larger than the machine, fail in milliseconds.
+    let bounds = args.size_bounds()?;
+    let shape = ProvingParameters::read_shape(&options.params)?;
+    shape.check_admits(&bounds).map_err(not_made_for)?;
+    let (points, variables) = (shape.point_bytes(), bounds.inputs + bounds.aux.start());
+    // Synthesis keeps a, b and c (32 bytes each) per constraint and a value per variable.
+    let synthesized = bounds.constraints.start() * 96 + variables * 32;
+    memory::check(
+        &format!("proving {}", args.describe()),
+        points + synthesized,
+        &format!(
+            "{} for the parameters' points, {} for the synthesized circuit",
+            memory::bytes(points),
+            memory::bytes(synthesized)
+        ),
+    )?;
+
     let circuit = args.with_witness(message, options.seed)?;
     let check = if options.unchecked {
         PointCheck::Unchecked
@@ -166,18 +199,27 @@ pub fn run(
     let inputs = public_inputs(circuit.clone())?;
     let rs = (Scalar::random(OsRng), Scalar::random(OsRng));
     let timeline = options.trace.as_ref().map(|_| Arc::new(Timeline::new()));
-    let engine = open_engine(selector, options.vram_budget_mib.map(|mib| mib << 20))?;
+    let engine = open_engine(selector, vram_budget)?;
     if let Some(note) = engine.device().and_then(super::software_adapter_note) {
         out.fact("note", note.as_str(), format!("note: {note}"));
     }
     let (proof, report) =
-        prove_on(engine, &params, &circuit, rs, timeline.clone()).map_err(not_made_for)?;
-    // A wrong GPU result must not leave as a proof; the check costs milliseconds.
+        prove_on(engine.clone(), &params, &circuit, rs, timeline.clone()).map_err(not_made_for)?;
+    // A wrong result must not leave as a proof; the check costs milliseconds.
     let vk = prepare_verifying_key(&params.vk);
     if !verify_proof(&vk, &proof, &inputs).map_err(Error::Synthesis)? {
+        // No device: the CPU proved (from the start, or after a GPU failure).
+        let why = if engine.device().is_none() {
+            format!(
+                "the proving key in {} does not belong to its verifying key (a file spliced \
+                 from two setups, or points outside the subgroup read with --unchecked)",
+                options.params.display()
+            )
+        } else {
+            "a GPU result is wrong (BELLMAN_NO_GPU=1 proves on the CPU)".into()
+        };
         return Err(CliError::Invalid(format!(
-            "the proof made on {} fails the parameters' own verifying key; nothing written \
-             (BELLMAN_NO_GPU=1 proves on the CPU)",
+            "the proof made on {} fails the parameters' own verifying key; nothing written: {why}",
             report.backend
         )));
     }
