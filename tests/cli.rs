@@ -228,6 +228,8 @@ fn wrong_inputs_and_circuits_are_one_line_errors() {
     );
     let output = prove_other(&["--circuit", "sha256", "--message", "hello"]);
     assert_one_line_error(&output, "was not made for SHA-256 preimage of 5 bytes");
+    let output = prove_other(&["--circuit", "sha256"]);
+    assert_one_line_error(&output, "--circuit sha256 needs --message");
     assert!(!other.exists(), "a failed prove writes no proof");
 }
 

@@ -22,6 +22,8 @@ use wgpu_groth16::gpu::AdapterSelector;
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::{Error, Result};
 
+pub use output::remove_temporaries_on_signals;
+
 #[derive(Parser)]
 #[command(
     name = "wgpu-groth16",
@@ -285,8 +287,6 @@ impl Cli {
         })
     }
 }
-
-pub use output::remove_temporaries_on_signals;
 
 /// Parses the command line and runs the command. A failure is one line on stderr (and a
 /// JSON error document with `--json`), exit status 2.

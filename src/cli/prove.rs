@@ -160,6 +160,8 @@ pub fn run(
 
     let message = options.message.as_deref().map(str::as_bytes);
     let args = options.circuit.sized_for(message)?;
+    // Cheap: the witness is computed during synthesis.
+    let circuit = args.with_witness(message, options.seed)?;
     let not_made_for = |e: Error| match e {
         Error::ParamsMismatch(why) => CliError::Invalid(format!(
             "{} was not made for {}: {why} (run `setup` with the same --circuit and --size)",
@@ -186,7 +188,6 @@ pub fn run(
         ),
     )?;
 
-    let circuit = args.with_witness(message, options.seed)?;
     let check = if options.unchecked {
         PointCheck::Unchecked
     } else {

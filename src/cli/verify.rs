@@ -110,7 +110,11 @@ impl<'a> Input<'a> {
             return Ok(());
         }
         Err(self.not_one(match self.len {
-            Some(len) => format!("{} bytes follow the {}", len - used, self.what),
+            Some(len) => format!(
+                "{} bytes follow the {}",
+                len.saturating_sub(used),
+                self.what
+            ),
             None => format!("more bytes follow the {}", self.what),
         }))
     }
