@@ -23,12 +23,9 @@ fn main() -> ExitCode {
             eprintln!("error: internal error{place}: {message} (RUST_BACKTRACE=1 for a backtrace)");
         }));
     }
-    match cli::run() {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("error: {err}");
-            // 1 is a failed check (an invalid proof): scripts can tell the two apart.
-            ExitCode::from(2)
-        }
+    // Before any thread starts: the signals are blocked in every thread but one.
+    if let Err(e) = cli::remove_temporaries_on_signals() {
+        log::warn!("temporary files will not be removed on SIGINT: {e}");
     }
+    cli::run()
 }

@@ -5,111 +5,12 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::process::Command;
+use std::time::Duration;
 
+use common::cli::*;
 use common::Target;
 use serde_json::Value;
-
-/// A fresh folder for one test under Cargo's scratch space for integration tests.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli")
-        .join(name);
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// The binary, with nothing from the caller's environment that changes what it does, and no
-/// `XDG_RUNTIME_DIR`, as in containers, ssh commands and services: every assertion on stderr
-/// then also says that the drivers printed nothing there.
-fn cli(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_wgpu-groth16"));
-    command.args(args);
-    for var in [
-        "BELLMAN_NO_GPU",
-        "RUST_LOG",
-        "RUST_BACKTRACE",
-        "WGPU_ADAPTER_NAME",
-        "WGPU_GROTH16_PARAMS_CACHE",
-        "XDG_RUNTIME_DIR",
-        "NODEVICE_SELECT",
-        "MESA_VK_DEVICE_SELECT",
-    ] {
-        command.env_remove(var);
-    }
-    command
-}
-
-fn run(command: &mut Command) -> Output {
-    command.output().expect("the binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn json(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", stdout(output)))
-}
-
-/// Asserts exit status 2 and one line on stderr, `error: ...` containing `expected`.
-fn assert_one_line_error(output: &Output, expected: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
-    assert!(
-        stderr.starts_with("error: ") && stderr.contains(expected),
-        "expected an error line containing {expected:?}: {stderr}"
-    );
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// Parameters and verifying key of the Filecoin-like circuit of 2^6 constraints, made once
-/// by `setup` for every test of this binary.
-struct Setup {
-    params: PathBuf,
-    vk: PathBuf,
-}
-
-fn setup() -> &'static Setup {
-    static SETUP: OnceLock<Setup> = OnceLock::new();
-    SETUP.get_or_init(|| {
-        let dir = scratch("setup");
-        let (params, vk) = (dir.join("f6.params"), dir.join("f6.vk"));
-        let output = run(
-            cli(&["setup", "--circuit", "filecoin-like", "--size", "6"]).args([
-                "--params",
-                path(&params),
-                "--vk",
-                path(&vk),
-            ]),
-        );
-        assert!(output.status.success(), "{output:?}");
-        Setup { params, vk }
-    })
-}
-
-/// `prove` with the fixture's parameters: `extra` then the circuit's arguments.
-fn prove(extra: &[&str], proof: &Path) -> Command {
-    let mut command = cli(&["prove"]);
-    command
-        .args(extra)
-        .args(["--params", path(&setup().params), "--proof", path(proof)])
-        .args(["--circuit", "filecoin-like", "--size", "6", "--seed", "5"]);
-    command
-}
-
-fn verify(proof: &Path, inputs: &str) -> Command {
-    let mut command = cli(&["verify", "--vk", path(&setup().vk), "--proof", path(proof)]);
-    command.args(["--inputs", inputs]);
-    command
-}
 
 #[test]
 fn setup_prove_verify_round_trip_on_the_cpu() {
@@ -327,6 +228,8 @@ fn wrong_inputs_and_circuits_are_one_line_errors() {
     );
     let output = prove_other(&["--circuit", "sha256", "--message", "hello"]);
     assert_one_line_error(&output, "was not made for SHA-256 preimage of 5 bytes");
+    let output = prove_other(&["--circuit", "sha256"]);
+    assert_one_line_error(&output, "--circuit sha256 needs --message");
     assert!(!other.exists(), "a failed prove writes no proof");
 }
 
@@ -381,4 +284,251 @@ fn a_failed_setup_leaves_neither_file() {
         0,
         "no file, no temporary"
     );
+}
+
+#[test]
+fn setup_sizes_beyond_the_machine_are_refused_at_once_in_one_line() {
+    let dir = scratch("too_large");
+    let cases = [
+        (
+            "sha256",
+            "100000000",
+            "more than the largest domain BLS12-381 offers",
+        ),
+        ("sha256", "10000000", "needs at least"),
+        ("filecoin-like", "32", "needs at least"),
+    ];
+    for (circuit, size, expected) in cases {
+        let mut setup = cli(&["setup", "--circuit", circuit, "--size", size]);
+        setup.args([
+            "--params",
+            path(&dir.join("p")),
+            "--vk",
+            path(&dir.join("v")),
+        ]);
+        let (output, took) = run_bounded(&mut setup, FOUR_GIB, Duration::from_secs(60));
+        assert_one_line_error(&output, expected);
+        assert!(took < Duration::from_secs(2), "{circuit} {size}: {took:?}");
+    }
+    assert_eq!(
+        fs::read_dir(&dir).unwrap().count(),
+        0,
+        "no file, no temporary"
+    );
+}
+
+#[test]
+fn a_message_the_parameters_were_not_made_for_is_refused_before_synthesis() {
+    let dir = scratch("long_message");
+    // 120 KiB: a circuit of some 50 million constraints, gigabytes to synthesize.
+    let message = "a".repeat(120 << 10);
+    let mut proving = cli(&["prove", "--params", path(&setup().params)]);
+    proving.args(["--circuit", "sha256", "--message", &message]);
+    proving.args(["--proof", path(&dir.join("m.proof"))]);
+    let (output, took) = run_bounded(
+        proving.env("BELLMAN_NO_GPU", "1"),
+        FOUR_GIB,
+        Duration::from_secs(60),
+    );
+    assert_one_line_error(&output, "was not made for SHA-256 preimage of 122880 bytes");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn parameters_larger_than_the_machine_are_refused_before_they_are_read() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = scratch("huge_params");
+    // The counts of the Filecoin-like circuit of 2^32 constraints around holes: 825 GB of
+    // points, none of them on disk.
+    let huge = dir.join("f32.params");
+    let mut file = fs::File::create(&huge).unwrap();
+    file.write_all(&fs::read(&setup().vk).unwrap()).unwrap();
+    for points in [(1u64 << 32) - 1, (1 << 32) - 5] {
+        file.write_all(&(points as u32).to_be_bytes()).unwrap();
+        file.seek(SeekFrom::Current(96 * points as i64)).unwrap();
+    }
+    file.write_all(&[0; 12]).unwrap(); // no a, b_g1, b_g2 points
+    if let Err(e) = file.sync_all() {
+        eprintln!("skipping: no sparse file of 825 GB here ({e})");
+        return;
+    }
+    let mut proving = cli(&[
+        "prove",
+        "--params",
+        path(&huge),
+        "--proof",
+        path(&dir.join("p")),
+    ]);
+    proving.args(["--circuit", "filecoin-like", "--size", "32"]);
+    let (output, took) = run_bounded(
+        proving.env("BELLMAN_NO_GPU", "1"),
+        FOUR_GIB,
+        Duration::from_secs(60),
+    );
+    assert_one_line_error(
+        &output,
+        "proving Filecoin-like circuit of size 2^32 needs at least",
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn endless_or_oversized_inputs_are_read_no_further_than_their_format() {
+    let dir = scratch("endless");
+    let (proof, inputs) = (dir.join("f6.proof"), dir.join("f6.inputs"));
+    let proved = run(prove(&["--inputs-out", path(&inputs)], &proof).env("BELLMAN_NO_GPU", "1"));
+    assert!(proved.status.success(), "{proved:?}");
+    // Read, never written: the endless devices of every Unix.
+    let vk = setup().vk.as_path();
+    let cases = [
+        (
+            Path::new("/dev/zero"),
+            proof.as_path(),
+            &inputs,
+            "is not a verifying key file",
+        ),
+        (
+            vk,
+            Path::new("/dev/urandom"),
+            &inputs,
+            "is not a proof file",
+        ),
+        (
+            vk,
+            &proof,
+            &PathBuf::from("/dev/zero"),
+            "is longer than 4 public inputs can be",
+        ),
+        (
+            &setup().params,
+            &proof,
+            &inputs,
+            "bytes follow the verifying key",
+        ),
+    ];
+    for (vk, proof, inputs, expected) in cases {
+        let mut verifying = cli(&["verify", "--vk", path(vk), "--proof", path(proof)]);
+        verifying.args(["--inputs", path(inputs)]);
+        let (output, took) = run_bounded(&mut verifying, FOUR_GIB, Duration::from_secs(60));
+        assert_one_line_error(&output, expected);
+        assert!(took < Duration::from_secs(2), "{expected}: {took:?}");
+    }
+}
+
+#[test]
+fn a_fifo_or_directory_as_an_input_is_named_and_refused_without_waiting() {
+    let dir = scratch("special_inputs");
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let proof = dir.join("p");
+    let prove_with = |params: &Path| {
+        let mut command = cli(&["prove", "--params", path(params), "--proof", path(&proof)]);
+        command.args(["--circuit", "filecoin-like", "--size", "6"]);
+        command.env("BELLMAN_NO_GPU", "1");
+        command
+    };
+    let mut verify_fifo = cli(&["verify", "--vk", path(&fifo), "--proof", path(&proof)]);
+    verify_fifo.args(["--inputs", ""]);
+    let cases = [
+        (prove_with(&fifo), "it is a FIFO, not a regular file"),
+        (prove_with(&dir), "it is a directory, not a regular file"),
+        // Nobody writes into the FIFO: it ends at once.
+        (verify_fifo, "ends too early (0 bytes)"),
+    ];
+    for (mut command, expected) in cases {
+        let (output, took) = run_bounded(&mut command, FOUR_GIB, Duration::from_secs(10));
+        assert_one_line_error(&output, expected);
+        assert!(took < Duration::from_secs(2), "{expected}: {took:?}");
+    }
+}
+
+#[test]
+fn a_verifying_key_without_ic_points_is_named_as_such() {
+    let dir = scratch("no_ic");
+    let mut vk = fs::read(&setup().vk).unwrap();
+    // The six points, then a count of 0.
+    vk.truncate(864);
+    vk.extend([0; 4]);
+    let empty = dir.join("empty.vk");
+    fs::write(&empty, vk).unwrap();
+    let mut verifying = cli(&["verify", "--vk", path(&empty)]);
+    verifying.args(["--proof", path(&dir.join("p")), "--inputs", ""]);
+    assert_one_line_error(&run(&mut verifying), "it has no ic points");
+}
+
+#[test]
+fn a_cpu_proof_failing_the_parameters_own_key_blames_the_file_not_a_gpu() {
+    let dir = scratch("spliced");
+    let (other, other_vk) = (dir.join("other.params"), dir.join("other.vk"));
+    let made = run(
+        cli(&["setup", "--circuit", "filecoin-like", "--size", "6"]).args([
+            "--params",
+            path(&other),
+            "--vk",
+            path(&other_vk),
+        ]),
+    );
+    assert!(made.status.success(), "{made:?}");
+    // This setup's verifying key before another setup's proving key.
+    let vk = fs::read(&setup().vk).unwrap();
+    let spliced = [vk.as_slice(), &fs::read(&other).unwrap()[vk.len()..]].concat();
+    let params = dir.join("spliced.params");
+    fs::write(&params, spliced).unwrap();
+    let proof = dir.join("p");
+    let output = run(
+        cli(&["prove", "--params", path(&params), "--proof", path(&proof)])
+            .args(["--circuit", "filecoin-like", "--size", "6"])
+            .env("BELLMAN_NO_GPU", "1"),
+    );
+    assert_one_line_error(&output, "does not belong to its verifying key");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("BELLMAN_NO_GPU"), "{stderr}");
+    assert!(!proof.exists());
+}
+
+#[test]
+fn a_vram_budget_beyond_64_bits_is_a_one_line_error() {
+    let dir = scratch("vram_overflow");
+    let proof = dir.join("f6.proof");
+    // 2^44 MiB is 2^64 bytes.
+    let output =
+        run(prove(&["--vram-budget-mib", "17592186044416"], &proof).env("BELLMAN_NO_GPU", "1"));
+    assert_one_line_error(&output, "more bytes than a 64-bit count holds");
+    assert!(!proof.exists());
+}
+
+#[test]
+fn a_failure_with_json_prints_a_json_error_document() {
+    let dir = scratch("json_error");
+    let nothing = dir.join("nothing");
+    let output = run(cli(&["prove", "--json", "--params", path(&nothing)])
+        .args([
+            "--proof",
+            path(&dir.join("p")),
+            "--circuit",
+            "filecoin-like",
+            "--size",
+            "6",
+        ])
+        .env("BELLMAN_NO_GPU", "1"));
+    assert_one_line_error(&output, "cannot read parameters file");
+    let error = json(&output)["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        error.starts_with("cannot read parameters file"),
+        "{}",
+        stdout(&output)
+    );
+    let usage = run(&mut cli(&["verify", "--json", "--no-such-flag"]));
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(json(&usage)["error"]
+        .as_str()
+        .unwrap()
+        .contains("--no-such-flag"));
 }

@@ -14,7 +14,8 @@ use blstrs::{Bls12, Fp, Fp2, G1Affine, G2Affine, Scalar};
 use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use wgpu_groth16::groth16::params::{PointCheck, ProvingParameters};
+use wgpu_groth16::groth16::circuits::SizeBounds;
+use wgpu_groth16::groth16::params::{ParamsShape, PointCheck, ProvingParameters};
 use wgpu_groth16::{Error, Result};
 
 const G1: usize = 96;
@@ -573,4 +574,96 @@ fn check_fits_names_the_section_that_differs() {
             other => panic!("{section}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn read_shape_counts_the_points_without_decoding_and_refuses_what_read_mmap_refuses() {
+    let (params, bytes) = fixture();
+    let file = TempFile::new(bytes);
+    let shape = ProvingParameters::read_shape(file.path()).unwrap();
+    let expected = ParamsShape {
+        ic: params.vk.ic.len(),
+        h: params.h.len(),
+        l: params.l.len(),
+        a: params.a.len(),
+        b_g1: params.b_g1.len(),
+        b_g2: params.b_g2.len(),
+    };
+    assert_eq!(shape, expected);
+    let points = (bytes.len() - 6 * 4 - 3 * G1 - 3 * G2) as u64;
+    assert_eq!(shape.point_bytes(), points, "as large as the file's points");
+    // A point that does not decode is the decoder's business, not the shape's.
+    let bad_point = replace(bytes, record_of("h", 0).start, &[0xff; G1]);
+    let truncated = bytes[..bytes.len() - 1].to_vec();
+    let trailing = [bytes.as_slice(), &[0]].concat();
+    let bad_file = TempFile::new(&bad_point);
+    assert_eq!(
+        ProvingParameters::read_shape(bad_file.path()).unwrap(),
+        expected
+    );
+    for corrupt in [truncated, trailing] {
+        let file = TempFile::new(&corrupt);
+        let ours = ProvingParameters::read_shape(file.path()).unwrap_err();
+        let mapped = ProvingParameters::read_mmap(file.path(), PointCheck::Unchecked).unwrap_err();
+        assert_eq!(ours.to_string(), mapped.to_string());
+    }
+}
+
+#[test]
+fn a_directory_or_fifo_is_refused_as_parameters_without_waiting_for_a_writer() {
+    let dir =
+        std::env::temp_dir().join(format!("wgpu-groth16-params-kinds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for (path, kind) in [(&dir, "a directory"), (&fifo, "a FIFO")] {
+        let mapped = ProvingParameters::read_mmap(path, PointCheck::Checked).unwrap_err();
+        let shape = ProvingParameters::read_shape(path).unwrap_err();
+        for err in [mapped, shape] {
+            assert!(matches!(err, Error::ParamsIo { .. }), "{err:?}");
+            assert!(
+                err.to_string()
+                    .contains(&format!("it is {kind}, not a regular file")),
+                "{err}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn check_admits_names_the_section_a_circuits_bounds_exclude() {
+    let (params, bytes) = fixture();
+    let file = TempFile::new(bytes);
+    let shape = ProvingParameters::read_shape(file.path()).unwrap();
+    let (inputs, aux) = (params.vk.ic.len() as u64, params.l.len() as u64);
+    let domain = params.h.len() as u64 + 1;
+    shape
+        .check_admits(&SizeBounds::exact(domain - 1, inputs, aux))
+        .unwrap();
+    let cases = [
+        (SizeBounds::exact(domain - 1, inputs + 1, aux), "vk.ic"),
+        (SizeBounds::exact(2 * domain, inputs, aux), "h"),
+        (SizeBounds::exact(domain - 1, inputs, aux + 1), "l"),
+    ];
+    for (bounds, section) in cases {
+        match shape.check_admits(&bounds) {
+            Err(Error::ParamsMismatch(m)) => {
+                assert!(m.contains(&format!("section {section} ")), "{m}")
+            }
+            other => panic!("{section}: {other:?}"),
+        }
+    }
+    // A range admits every count inside it.
+    let around = SizeBounds {
+        constraints: 1..=domain,
+        inputs,
+        aux: aux - 1..=aux + 1,
+    };
+    shape.check_admits(&around).unwrap();
 }

@@ -10,10 +10,10 @@ use ff::Field;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use wgpu_groth16::groth16::circuits::{
-    BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
+    BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint, SizeBounds,
 };
 use wgpu_groth16::groth16::synthesis::{
-    public_inputs, synthesize, synthesize_batch, Density, ProvingAssignment,
+    public_inputs, synthesize, synthesize_batch, Density, ProvingAssignment, Shape,
 };
 use wgpu_groth16::Error;
 
@@ -498,4 +498,51 @@ fn filecoin_like_refuses_sizes_without_a_domain() {
             Err(Error::InvalidInput(_))
         ));
     }
+}
+
+#[test]
+fn size_bounds_hold_the_synthesized_sizes_of_the_builtin_circuits() {
+    let assert_within = |bounds: &SizeBounds, shape: Shape, what: &str| {
+        let fits = bounds.constraints.contains(&(shape.constraints as u64))
+            && bounds.inputs == shape.inputs as u64
+            && bounds.aux.contains(&(shape.aux as u64));
+        assert!(fits, "{what}: {shape} outside {bounds:?}");
+    };
+    for k in [4, 6, 9] {
+        let circuit = FilecoinLike::new(k, 1).unwrap();
+        let bounds = circuit.size_bounds();
+        assert_eq!(
+            bounds.constraints.start(),
+            bounds.constraints.end(),
+            "exact"
+        );
+        assert_eq!(bounds.aux.start(), bounds.aux.end(), "exact");
+        assert_within(
+            &bounds,
+            synthesize(circuit).unwrap().shape(),
+            "filecoin-like",
+        );
+    }
+    // Around the block boundaries: 55 bytes fill one padded block, then every 64 a block.
+    for len in [0, 1, 31, 55, 56, 64, 65, 119, 120, 183, 184, 300] {
+        let circuit = Sha256Preimage::new(&vec![0x5a; len]);
+        let shape = synthesize(circuit.clone()).unwrap().shape();
+        assert_within(
+            &circuit.size_bounds(),
+            shape,
+            &format!("sha256 of {len} bytes"),
+        );
+    }
+}
+
+#[test]
+fn circuits_beyond_the_largest_domain_are_refused_from_their_bounds() {
+    let huge = Sha256Preimage::blank(100_000_000).size_bounds();
+    assert!(matches!(
+        huge.check_domain("huge"),
+        Err(Error::InvalidInput(_))
+    ));
+    let largest = FilecoinLike::blank(32).unwrap().size_bounds();
+    largest.check_domain("2^32").unwrap();
+    assert_eq!(*largest.domains().start(), 1 << 32);
 }

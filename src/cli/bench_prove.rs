@@ -24,7 +24,9 @@ use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Result;
 
 use super::bench::ms;
+use super::output::OutputPlan;
 use super::prove::proof_bytes;
+use super::{CliError, CliResult};
 
 pub struct ProveOptions {
     pub log_n: Vec<u32>,
@@ -77,11 +79,17 @@ fn peak_rss_mib() -> Option<u64> {
     Some(kib / 1024)
 }
 
-pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitCode> {
+pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<ExitCode> {
     let t = Instant::now();
+    let mut plan = OutputPlan::new();
+    let trace = options
+        .trace
+        .as_deref()
+        .map(|path| plan.output("--trace", path));
+    let mut files = plan.reserve()?;
     let adapters = select_adapters(selector)?;
     if adapters.len() < options.gpus {
-        return Err(wgpu_groth16::Error::InvalidInput(format!(
+        return Err(CliError::Invalid(format!(
             "--gpus {} but the selection ({selector}) has {} adapter(s)",
             options.gpus,
             adapters.len()
@@ -165,17 +173,11 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> Result<ExitC
             }
         }
     }
-    if let Some(path) = &options.trace {
-        let file = std::fs::File::create(path).map_err(|e| {
-            wgpu_groth16::Error::InvalidInput(format!("cannot write {}: {e}", path.display()))
-        })?;
-        timeline
-            .write_chrome_trace(std::io::BufWriter::new(file))
-            .map_err(|e| {
-                wgpu_groth16::Error::InvalidInput(format!("writing {}: {e}", path.display()))
-            })?;
+    if let (Some(slot), Some(path)) = (trace, &options.trace) {
+        files.write(slot, |w| timeline.write_chrome_trace(w))?;
         println!("trace: {}", path.display());
     }
+    files.commit()?;
     Ok(if all_equal {
         ExitCode::SUCCESS
     } else {

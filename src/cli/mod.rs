@@ -6,6 +6,7 @@ mod bench_synthesis;
 mod compare;
 mod demo;
 mod info;
+mod memory;
 mod output;
 mod prove;
 mod setup;
@@ -20,6 +21,8 @@ use wgpu_groth16::gpu::context::{parse_backends, parse_power};
 use wgpu_groth16::gpu::AdapterSelector;
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::{Error, Result};
+
+pub use output::remove_temporaries_on_signals;
 
 #[derive(Parser)]
 #[command(
@@ -285,8 +288,33 @@ impl Cli {
     }
 }
 
-pub fn run() -> CliResult<ExitCode> {
-    let cli = Cli::parse();
+/// Parses the command line and runs the command. A failure is one line on stderr (and a
+/// JSON error document with `--json`), exit status 2.
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout, as they are; a usage error is still a failure.
+            if e.use_stderr() && std::env::args_os().any(|arg| arg == "--json") {
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                output::report_json_only(first.strip_prefix("error: ").unwrap_or(first));
+            }
+            e.exit()
+        }
+    };
+    let json = cli.json;
+    match run_command(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            output::report_error(json, &err);
+            // 1 is a failed check (an invalid proof): scripts can tell the two apart.
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_command(cli: Cli) -> CliResult<ExitCode> {
     let selector = cli.selector()?;
     let mut out = output::Output::new(cli.json);
     let code = match cli.command {
@@ -336,17 +364,17 @@ pub fn run() -> CliResult<ExitCode> {
     Ok(code)
 }
 
-fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCode> {
-    match command {
-        BenchCommand::Field { threads } => bench::field(selector, threads),
+fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<ExitCode> {
+    Ok(match command {
+        BenchCommand::Field { threads } => bench::field(selector, threads)?,
         BenchCommand::Ntt {
             log_n,
             runs,
             local_stages,
             no_check,
-        } => bench::ntt(selector, &log_n, runs, local_stages, !no_check),
-        BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs),
-        BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs),
+        } => bench::ntt(selector, &log_n, runs, local_stages, !no_check)?,
+        BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs)?,
+        BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs)?,
         BenchCommand::Prove {
             log_n,
             batch,
@@ -364,7 +392,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
                 check: !no_check,
                 trace,
             },
-        ),
+        )?,
         BenchCommand::Msm {
             curve,
             log_n,
@@ -398,7 +426,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> Result<ExitCo
                 other => Err(Error::InvalidInput(format!(
                     "--curve {other:?}: expected g1 or g2"
                 ))),
-            }
+            }?
         }
-    }
+    })
 }

@@ -1,17 +1,17 @@
 //! What the commands produce: lines and tables printed as they come, or with `--json` one
-//! document printed at the end; spinners on stderr for long stages; files written whole or
-//! not at all.
+//! document printed at the end (an error too); spinners on stderr for long stages; files
+//! written whole or not at all ([`files`]).
+
+mod files;
 
 use std::fmt::{self, Display};
-use std::fs::{self, File};
-use std::io::{self, BufWriter, IsTerminal};
-use std::path::{Path, PathBuf};
+use std::io::{self, IsTerminal};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
-use super::CliError;
+pub use files::{remove_temporaries_on_signals, OutputPlan};
 
 /// Runs `work` and times it, under a spinner saying `what` while stderr is a terminal (a log
 /// or a pipe gets no escape codes).
@@ -232,91 +232,40 @@ impl Output {
     /// Prints the JSON document (text has been printed already).
     pub fn finish(self) {
         if let Some(doc) = self.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&Value::Object(doc)).expect("JSON values serialize")
-            );
+            print_json(&Value::Object(doc));
         }
     }
 }
 
-/// A file written whole or not at all: the bytes go to a temporary file beside `path`
-/// (same file system, so the rename is atomic), which [`commit`](Self::commit) renames over
-/// `path`. Dropped before that, the temporary file is removed.
-pub struct NewFile {
-    path: PathBuf,
-    temp: PathBuf,
-    committed: bool,
-}
-
-impl NewFile {
-    /// Writes the temporary file and syncs it to disk.
-    pub fn write(
-        path: &Path,
-        write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
-    ) -> Result<Self, CliError> {
-        let name = path
-            .file_name()
-            .ok_or_else(|| CliError::Invalid(format!("{} is not a file name", path.display())))?;
-        let mut temp_name = std::ffi::OsString::from(".");
-        temp_name.push(name);
-        temp_name.push(format!(".{}.tmp", std::process::id()));
-        let file = NewFile {
-            path: path.to_path_buf(),
-            temp: path.with_file_name(temp_name),
-            committed: false,
-        };
-        let result = (|| {
-            let mut w = BufWriter::new(File::create(&file.temp)?);
-            write(&mut w)?;
-            w.into_inner().map_err(|e| e.into_error())?.sync_all()
-        })();
-        result.map_err(|source| CliError::io("write", path, source))?;
-        Ok(file)
-    }
-
-    /// Moves the file into place.
-    pub fn commit(mut self) -> Result<(), CliError> {
-        fs::rename(&self.temp, &self.path)
-            .map_err(|source| CliError::io("write", &self.path, source))?;
-        self.committed = true;
-        Ok(())
+/// A failed command: one line `error: ...` on stderr, and with `--json` the document
+/// `{"error": "..."}` on stdout instead of the command's own (scripts parse stdout).
+pub fn report_error(json: bool, error: &dyn Display) {
+    eprintln!("error: {error}");
+    if json {
+        report_json_only(error);
     }
 }
 
-impl Drop for NewFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            // Best effort: the temporary file may not exist (creating it failed).
-            let _ = fs::remove_file(&self.temp);
-        }
-    }
+/// The JSON error document alone, for errors whose line another part prints (clap's).
+pub fn report_json_only(error: impl Display) {
+    print_json(&json!({ "error": error.to_string() }));
+}
+
+fn print_json(doc: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(doc).expect("JSON values serialize")
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     #[test]
     fn headers_become_snake_case_json_keys() {
         assert_eq!(json_key("MSM B G1"), "msm_b_g1");
         assert_eq!(json_key("equal to CPU"), "equal_to_cpu");
         assert_eq!(json_key("time (s)"), "time_s");
-    }
-
-    #[test]
-    fn a_file_dropped_before_commit_leaves_nothing() {
-        let dir = std::env::temp_dir().join(format!("wgpu-groth16-newfile-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("out.bin");
-        drop(NewFile::write(&path, |w| w.write_all(b"half")).unwrap());
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
-        NewFile::write(&path, |w| w.write_all(b"whole"))
-            .unwrap()
-            .commit()
-            .unwrap();
-        assert_eq!(fs::read(&path).unwrap(), b"whole");
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

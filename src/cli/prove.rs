@@ -1,7 +1,6 @@
 //! `wgpu-groth16 prove`: one proof of a built-in circuit with a `.params` file, written as
 //! bellperson writes proofs (192 bytes, compressed), and its public inputs.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,7 +19,8 @@ use wgpu_groth16::groth16::{
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
-use super::output::{hex, stage, NewFile, Output};
+use super::memory;
+use super::output::{hex, stage, Output, OutputPlan};
 use super::setup::{BuiltIn, CircuitArgs};
 use super::{CliError, CliResult};
 
@@ -111,14 +111,68 @@ pub fn inputs_hex(inputs: &[Scalar]) -> Vec<String> {
     inputs.iter().map(|x| hex(&x.to_bytes_le())).collect()
 }
 
+/// `--vram-budget-mib` in bytes.
+fn vram_budget(mib: Option<u64>) -> CliResult<Option<u64>> {
+    mib.map(|mib| {
+        mib.checked_mul(1 << 20).ok_or_else(|| {
+            CliError::Invalid(format!(
+                "--vram-budget-mib {mib} is more bytes than a 64-bit count holds (at most {} MiB)",
+                u64::MAX >> 20
+            ))
+        })
+    })
+    .transpose()
+}
+
 pub fn run(
     selector: &AdapterSelector,
     options: &ProveOptions,
     out: &mut Output,
 ) -> CliResult<ExitCode> {
+    let vram_budget = vram_budget(options.vram_budget_mib)?;
+    let mut plan = OutputPlan::new();
+    plan.input("--params", &options.params);
+    let proof_file = plan.output("--proof", &options.proof);
+    let inputs_file = options
+        .inputs_out
+        .as_deref()
+        .map(|path| plan.output("--inputs-out", path));
+    let trace_file = options
+        .trace
+        .as_deref()
+        .map(|path| plan.output("--trace", path));
+    let mut files = plan.reserve()?;
+
     let message = options.message.as_deref().map(str::as_bytes);
     let args = options.circuit.sized_for(message)?;
+    // Cheap: the witness is computed during synthesis.
     let circuit = args.with_witness(message, options.seed)?;
+    let not_made_for = |e: Error| match e {
+        Error::ParamsMismatch(why) => CliError::Invalid(format!(
+            "{} was not made for {}: {why} (run `setup` with the same --circuit and --size)",
+            options.params.display(),
+            args.describe()
+        )),
+        e => e.into(),
+    };
+    // The circuit's size and the file's counts before anything is decoded or synthesized:
+    // parameters for another circuit, or a job larger than the machine, fail in milliseconds.
+    let bounds = args.size_bounds()?;
+    let shape = ProvingParameters::read_shape(&options.params)?;
+    shape.check_admits(&bounds).map_err(not_made_for)?;
+    let (points, variables) = (shape.point_bytes(), bounds.inputs + bounds.aux.start());
+    // Synthesis keeps a, b and c (32 bytes each) per constraint and a value per variable.
+    let synthesized = bounds.constraints.start() * 96 + variables * 32;
+    memory::check(
+        &format!("proving {}", args.describe()),
+        points + synthesized,
+        &format!(
+            "{} for the parameters' points, {} for the synthesized circuit",
+            memory::bytes(points),
+            memory::bytes(synthesized)
+        ),
+    )?;
+
     let check = if options.unchecked {
         PointCheck::Unchecked
     } else {
@@ -131,42 +185,40 @@ pub fn run(
     let inputs = public_inputs(circuit.clone())?;
     let rs = (Scalar::random(OsRng), Scalar::random(OsRng));
     let timeline = options.trace.as_ref().map(|_| Arc::new(Timeline::new()));
-    let engine = open_engine(selector, options.vram_budget_mib.map(|mib| mib << 20))?;
+    let engine = open_engine(selector, vram_budget)?;
     if let Some(note) = engine.device().and_then(super::software_adapter_note) {
         out.fact("note", note.as_str(), format!("note: {note}"));
     }
     let (proof, report) =
-        prove_on(engine, &params, &circuit, rs, timeline.clone()).map_err(|e| match e {
-            Error::ParamsMismatch(why) => CliError::Invalid(format!(
-                "{} was not made for {}: {why} (run `setup` with the same --circuit and --size)",
-                options.params.display(),
-                args.describe()
-            )),
-            e => e.into(),
-        })?;
-    // A wrong GPU result must not leave as a proof; the check costs milliseconds.
+        prove_on(engine.clone(), &params, &circuit, rs, timeline.clone()).map_err(not_made_for)?;
+    // A wrong result must not leave as a proof; the check costs milliseconds.
     let vk = prepare_verifying_key(&params.vk);
     if !verify_proof(&vk, &proof, &inputs).map_err(Error::Synthesis)? {
+        // No device: the CPU proved (from the start, or after a GPU failure).
+        let why = if engine.device().is_none() {
+            format!(
+                "the proving key in {} does not belong to its verifying key (a file spliced \
+                 from two setups, or points outside the subgroup read with --unchecked)",
+                options.params.display()
+            )
+        } else {
+            "a GPU result is wrong (BELLMAN_NO_GPU=1 proves on the CPU)".into()
+        };
         return Err(CliError::Invalid(format!(
-            "the proof made on {} fails the parameters' own verifying key; nothing written \
-             (BELLMAN_NO_GPU=1 proves on the CPU)",
+            "the proof made on {} fails the parameters' own verifying key; nothing written: {why}",
             report.backend
         )));
     }
-    if let (Some(path), Some(timeline)) = (&options.trace, &timeline) {
-        NewFile::write(path, |w| timeline.write_chrome_trace(w))?.commit()?;
-    }
     let proof = proof_bytes(&proof);
     let inputs = inputs_hex(&inputs);
-    let proof_file = NewFile::write(&options.proof, |w| w.write_all(&proof))?;
-    let inputs_file = match &options.inputs_out {
-        Some(path) => Some(NewFile::write(path, |w| {
-            inputs.iter().try_for_each(|x| writeln!(w, "{x}"))
-        })?),
-        None => None,
-    };
-    proof_file.commit()?;
-    inputs_file.map(NewFile::commit).transpose()?;
+    files.write(proof_file, |w| w.write_all(&proof))?;
+    if let Some(slot) = inputs_file {
+        files.write(slot, |w| inputs.iter().try_for_each(|x| writeln!(w, "{x}")))?;
+    }
+    if let (Some(slot), Some(timeline)) = (trace_file, &timeline) {
+        files.write(slot, |w| timeline.write_chrome_trace(w))?;
+    }
+    files.commit()?;
 
     out.fact(
         "engine",

@@ -11,10 +11,11 @@ use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use rand_core::OsRng;
 use serde_json::json;
-use wgpu_groth16::groth16::circuits::{FilecoinLike, Sha256Preimage};
+use wgpu_groth16::groth16::circuits::{FilecoinLike, Sha256Preimage, SizeBounds};
 use wgpu_groth16::groth16::{PointCheck, ProvingParameters};
 
-use super::output::{stage, NewFile, Output};
+use super::memory;
+use super::output::{stage, Output, OutputPlan};
 use super::{CliError, CliResult};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -76,6 +77,16 @@ impl CircuitArgs {
         }
     }
 
+    /// What the circuit will be, before it is built; a size beyond any NTT domain is refused.
+    pub fn size_bounds(&self) -> CliResult<SizeBounds> {
+        let bounds = match self.circuit {
+            CircuitKind::Sha256 => Sha256Preimage::blank(self.size() as usize).size_bounds(),
+            CircuitKind::FilecoinLike => FilecoinLike::blank(self.size())?.size_bounds(),
+        };
+        bounds.check_domain(&self.describe())?;
+        Ok(bounds)
+    }
+
     /// The circuit without a witness, as the setup needs it.
     pub fn blank(&self) -> CliResult<BuiltIn> {
         Ok(match self.circuit {
@@ -135,8 +146,34 @@ impl CircuitArgs {
 const MESSAGE: &[u8] = b"wgpu-groth16: Groth16 on any GPU";
 
 /// bellperson's setup for `circuit` (the randomness from the OS): seconds at 2^16
-/// constraints, minutes at 2^20 on a few cores.
+/// constraints, minutes at 2^20 on a few cores. A circuit whose setup cannot fit in the
+/// machine's memory is refused before anything is built.
 pub fn generate(circuit: &CircuitArgs) -> CliResult<(ProvingParameters, Duration)> {
+    let bounds = circuit.size_bounds()?;
+    let domain = *bounds.domains().start();
+    let variables = bounds.inputs + bounds.aux.start();
+    let constraints = *bounds.constraints.start();
+    // What bellperson's generator holds at its peak: 32 bytes of powers of tau and a 96-byte
+    // H point per domain point; per variable its A, B and L points affine (G1 96 bytes, G2
+    // 192) and projective (G1 144, G2 288), all computed before the first is dropped; and
+    // per constraint its linear combinations, 470 bytes in the peaks measured for both
+    // built-in circuits (2^14 to 2^19 constraints), beyond the points.
+    const PER_DOMAIN_POINT: u64 = 32 + 96;
+    const PER_VARIABLE: u64 = 96 * 3 + 192 + 144 * 3 + 288;
+    const PER_CONSTRAINT: u64 = 470;
+    let needed = domain
+        .saturating_mul(PER_DOMAIN_POINT)
+        .saturating_add(variables.saturating_mul(PER_VARIABLE))
+        .saturating_add(constraints.saturating_mul(PER_CONSTRAINT));
+    memory::check(
+        &format!("the setup of {}", circuit.describe()),
+        needed,
+        &format!(
+            "{PER_DOMAIN_POINT} bytes for each of {domain} domain points, {PER_VARIABLE} for \
+             each of {variables} variables' points, {PER_CONSTRAINT} for each of \
+             {constraints} constraints"
+        ),
+    )?;
     let blank = circuit.blank()?;
     let (params, time) = stage("generating parameters (bellperson)", || {
         generate_random_parameters::<Bls12, _, _>(blank, &mut OsRng)
@@ -150,18 +187,15 @@ pub fn run(
     vk_path: &Path,
     out: &mut Output,
 ) -> CliResult<ExitCode> {
-    if params_path == vk_path {
-        return Err(CliError::Invalid(
-            "--params and --vk name the same file".into(),
-        ));
-    }
+    let mut plan = OutputPlan::new();
+    let params_file = plan.output("--params", params_path);
+    let vk_file = plan.output("--vk", vk_path);
+    let mut files = plan.reserve()?;
     let (params, time) = generate(circuit)?;
-    // Both files are complete before either replaces an older one: a failure leaves the
-    // previous pair, not a new .params beside an old .vk.
-    let params_file = NewFile::write(params_path, |w| params.write(w))?;
-    let vk_file = NewFile::write(vk_path, |w| params.vk.write(w))?;
-    params_file.commit()?;
-    vk_file.commit()?;
+    // One set: a failure leaves the previous pair, never a new .params beside an old .vk.
+    files.write(params_file, |w| params.write(w))?;
+    files.write(vk_file, |w| params.vk.write(w))?;
+    files.commit()?;
     out.fact(
         "circuit",
         circuit.name(),
@@ -231,11 +265,16 @@ pub fn cached(circuit: &CircuitArgs) -> CliResult<(ProvingParameters, String)> {
             Err(e) => log::warn!("regenerating the cached parameters {}: {e}", path.display()),
         }
     }
-    let (params, time) = generate(circuit)?;
-    let cached = std::fs::create_dir_all(&dir)
+    let mut plan = OutputPlan::new();
+    let slot = plan.output("the parameter cache", &path);
+    let files = std::fs::create_dir_all(&dir)
         .map_err(|source| CliError::io("create", &dir, source))
-        .and_then(|()| NewFile::write(&path, |w| params.write(w)))
-        .and_then(NewFile::commit);
+        .and_then(|()| plan.reserve());
+    let (params, time) = generate(circuit)?;
+    let cached = files.and_then(|mut files| {
+        files.write(slot, |w| params.write(w))?;
+        files.commit()
+    });
     let note = match cached {
         Ok(()) => format!("generated in {time:.2?}, cached in {}", path.display()),
         Err(e) => {

@@ -4,6 +4,10 @@
 //! generation synthesizes, the other form what the prover does, and both make the same
 //! constraints. A blank circuit fails in the prover with `SynthesisError::AssignmentMissing`.
 //! [`public_inputs`](super::synthesis::public_inputs) gives what a verifier needs.
+//! [`SizeBounds`] says how large a circuit is before it is built, so that a size too large
+//! for the machine or for a parameter file is refused before synthesis allocates anything.
+
+use std::ops::RangeInclusive;
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::{multipack, sha256::sha256};
@@ -18,6 +22,51 @@ use crate::{Error, Result};
 /// A witness value, or the error a blank circuit answers with.
 fn known(value: Option<Scalar>) -> Result<Scalar, SynthesisError> {
     value.ok_or(SynthesisError::AssignmentMissing)
+}
+
+/// The largest NTT domain over BLS12-381's Fr (its two-adicity): no circuit of more
+/// constraints can be proved.
+pub const MAX_LOG_DOMAIN: u32 = 32;
+
+/// Bounds on a circuit's size, known before it is synthesized: exact where the circuit's
+/// structure gives the counts, a range where they depend on gadget details (SHA-256). Counts
+/// are `u64` so that any requested size can be stated, however absurd.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizeBounds {
+    /// Constraints, the prover's `input * 0 = 0` ones included.
+    pub constraints: RangeInclusive<u64>,
+    /// Public inputs, ONE included.
+    pub inputs: u64,
+    /// Auxiliary (private) variables.
+    pub aux: RangeInclusive<u64>,
+}
+
+impl SizeBounds {
+    /// Exactly these counts.
+    pub fn exact(constraints: u64, inputs: u64, aux: u64) -> Self {
+        SizeBounds {
+            constraints: constraints..=constraints,
+            inputs,
+            aux: aux..=aux,
+        }
+    }
+
+    /// The NTT domain sizes the circuit may need (powers of two).
+    pub fn domains(&self) -> RangeInclusive<u64> {
+        self.constraints.start().next_power_of_two()..=self.constraints.end().next_power_of_two()
+    }
+
+    /// Refuses a circuit whose smallest possible domain exceeds 2^[`MAX_LOG_DOMAIN`].
+    pub fn check_domain(&self, circuit: &str) -> Result<()> {
+        let least = *self.constraints.start();
+        if least > 1 << MAX_LOG_DOMAIN {
+            return Err(Error::InvalidInput(format!(
+                "{circuit} has at least {least} constraints, more than the largest domain \
+                 BLS12-381 offers (2^{MAX_LOG_DOMAIN})"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Knowledge of a message whose SHA-256 digest is the public input, packed into two field
@@ -41,6 +90,28 @@ impl Sha256Preimage {
         Self {
             preimage: None,
             len_bytes,
+        }
+    }
+
+    /// The size of the circuit for this message length: one aux variable and one booleanity
+    /// constraint per message bit, and per 64-byte block of the padded message (length + 9
+    /// bytes, rounded up) what bellperson's gadget spends, measured from 19,043 to about
+    /// 26,200 variables, fewer the more of the block is constant padding (an empty message
+    /// costs nothing). The bounds keep a margin beyond those extremes and count nothing for
+    /// the first block; `tests/synthesis.rs` checks them against synthesis.
+    pub fn size_bounds(&self) -> SizeBounds {
+        const LEAST_PER_LATER_BLOCK: u64 = 16_000;
+        const MOST_PER_BLOCK: u64 = 28_000;
+        // ONE and the digest packed into two field elements, each with its input constraint.
+        const INPUTS: u64 = 3;
+        let bits = 8 * self.len_bytes as u64;
+        let blocks = (self.len_bytes as u64 + 9).div_ceil(64);
+        let aux = bits + LEAST_PER_LATER_BLOCK * (blocks - 1)..=bits + MOST_PER_BLOCK * blocks;
+        SizeBounds {
+            // The digest's two packing constraints and the inputs' own.
+            constraints: aux.start() + 2 + INPUTS..=aux.end() + 2 + INPUTS,
+            inputs: INPUTS,
+            aux,
         }
     }
 }
@@ -239,8 +310,7 @@ const FILECOIN_LIKE_INPUTS: usize = 4;
 impl FilecoinLike {
     /// Smallest size whose steps use every public input.
     pub const MIN_LOG_CONSTRAINTS: u32 = 4;
-    /// BLS12-381's Fr has no larger power-of-two NTT domain.
-    pub const MAX_LOG_CONSTRAINTS: u32 = 32;
+    pub const MAX_LOG_CONSTRAINTS: u32 = MAX_LOG_DOMAIN;
 
     /// The circuit of 2^`log_constraints` - 1 constraints, its witness drawn from `seed`.
     pub fn new(log_constraints: u32, seed: u64) -> Result<Self> {
@@ -275,6 +345,15 @@ impl FilecoinLike {
     /// 2^k - 1 - 5 is even, whole steps fill 2^k - 1 exactly.
     fn steps(&self) -> usize {
         ((1usize << self.log_constraints) - 1 - (FILECOIN_LIKE_INPUTS + 1)) / 2
+    }
+
+    /// The exact size: 2^k - 1 constraints, ONE and four inputs, the start value and two
+    /// variables a step.
+    pub fn size_bounds(&self) -> SizeBounds {
+        let constraints = (1u64 << self.log_constraints) - 1;
+        let inputs = FILECOIN_LIKE_INPUTS as u64 + 1;
+        let steps = (constraints - inputs) / 2;
+        SizeBounds::exact(constraints, inputs, 1 + 2 * steps)
     }
 }
 

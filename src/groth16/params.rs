@@ -18,8 +18,9 @@
 //! ([`Error::ParamsFormat`]), as they mean a file that is not what it claims to be.
 
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::fs::{File, FileType, OpenOptions};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,6 +31,7 @@ use group::prime::PrimeCurveAffine;
 use memmap2::Mmap;
 use rayon::prelude::*;
 
+use super::circuits::SizeBounds;
 use crate::error::{Error, Result};
 
 /// How far points of `h`, `l`, `a`, `b_g1` and `b_g2` are checked (the verifying key is
@@ -95,17 +97,8 @@ impl ProvingParameters {
     /// Reads a `.params` file through a memory map. Every count is checked against the file
     /// length before a point is decoded; points are then decoded on all rayon threads.
     pub fn read_mmap(path: &Path, check: PointCheck) -> Result<Self> {
-        let io_error = |source| Error::ParamsIo {
-            path: path.display().to_string(),
-            source,
-        };
         let start = Instant::now();
-        let file = File::open(path).map_err(io_error)?;
-        // SAFETY: the map is read-only and dropped before we return. Another process
-        // truncating or rewriting the file meanwhile would break the slice's contract; that is
-        // the caveat of every mmap reader (bellperson's included) and parameter files are
-        // written once.
-        let map = unsafe { Mmap::map(&file) }.map_err(io_error)?;
+        let map = map_file(path)?;
         let params = Self::from_bytes(&map, check)?;
         let seconds = start.elapsed().as_secs_f64();
         log::info!(
@@ -122,53 +115,52 @@ impl ProvingParameters {
         Ok(params)
     }
 
+    /// The point counts of a `.params` file, from its six counts alone (neither mapped nor
+    /// decoded): what a caller checks against a circuit and the machine's memory before
+    /// reading the file.
+    pub fn read_shape(path: &Path) -> Result<ParamsShape> {
+        let io_error = |source| Error::ParamsIo {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut file = open_regular(path).map_err(io_error)?;
+        let len = file.metadata().map_err(io_error)?.len();
+        let parts = Parts::walk(len, |offset| {
+            let mut count = [0; 4];
+            file.seek(SeekFrom::Start(offset))
+                .and_then(|_| file.read_exact(&mut count))
+                .map_err(io_error)?;
+            Ok(u32::from_be_bytes(count))
+        })?;
+        Ok(parts.shape())
+    }
+
     /// Decodes the bytes of a `.params` file held in memory (what [`Self::read_mmap`] does
     /// on the mapped file).
     pub fn from_bytes(bytes: &[u8], check: PointCheck) -> Result<Self> {
         // Cut the input into its parts first: a bad count fails here, before any allocation.
-        let mut cursor = Cursor { bytes, pos: 0 };
-        let alpha_g1 = cursor.take("vk.alpha_g1", G1_SIZE as u64)?;
-        let beta_g1 = cursor.take("vk.beta_g1", G1_SIZE as u64)?;
-        let beta_g2 = cursor.take("vk.beta_g2", G2_SIZE as u64)?;
-        let gamma_g2 = cursor.take("vk.gamma_g2", G2_SIZE as u64)?;
-        let delta_g1 = cursor.take("vk.delta_g1", G1_SIZE as u64)?;
-        let delta_g2 = cursor.take("vk.delta_g2", G2_SIZE as u64)?;
-        let ic = cursor.counted("vk.ic", G1_SIZE)?;
-        let h = cursor.counted("h", G1_SIZE)?;
-        let l = cursor.counted("l", G1_SIZE)?;
-        let a = cursor.counted("a", G1_SIZE)?;
-        let b_g1 = cursor.counted("b_g1", G1_SIZE)?;
-        let b_g2 = cursor.counted("b_g2", G2_SIZE)?;
-        if cursor.pos != bytes.len() {
-            return Err(Error::ParamsFormat(format!(
-                "{} trailing bytes after section b_g2 (it ends at offset {}, the file has {} bytes)",
-                bytes.len() - cursor.pos,
-                cursor.pos,
-                bytes.len()
-            )));
-        }
-
+        let sections = Sections::split(bytes)?;
         // bellperson checks the verifying key fully in either mode and lets its six single
         // points be the identity.
         fn single<P: FilePoint>(section: &'static str, bytes: &[u8]) -> Result<P> {
             decode_point(section, 0, bytes, PointCheck::Checked, false)
         }
         let vk = VerifyingKey {
-            alpha_g1: single("vk.alpha_g1", alpha_g1)?,
-            beta_g1: single("vk.beta_g1", beta_g1)?,
-            beta_g2: single("vk.beta_g2", beta_g2)?,
-            gamma_g2: single("vk.gamma_g2", gamma_g2)?,
-            delta_g1: single("vk.delta_g1", delta_g1)?,
-            delta_g2: single("vk.delta_g2", delta_g2)?,
-            ic: decode_all("vk.ic", ic, PointCheck::Checked)?,
+            alpha_g1: single("vk.alpha_g1", sections.alpha_g1)?,
+            beta_g1: single("vk.beta_g1", sections.beta_g1)?,
+            beta_g2: single("vk.beta_g2", sections.beta_g2)?,
+            gamma_g2: single("vk.gamma_g2", sections.gamma_g2)?,
+            delta_g1: single("vk.delta_g1", sections.delta_g1)?,
+            delta_g2: single("vk.delta_g2", sections.delta_g2)?,
+            ic: decode_all("vk.ic", sections.ic, PointCheck::Checked)?,
         };
         Ok(ProvingParameters {
             vk,
-            h: Arc::new(decode_all("h", h, check)?),
-            l: Arc::new(decode_all("l", l, check)?),
-            a: Arc::new(decode_all("a", a, check)?),
-            b_g1: Arc::new(decode_all("b_g1", b_g1, check)?),
-            b_g2: Arc::new(decode_all("b_g2", b_g2, check)?),
+            h: Arc::new(decode_all("h", sections.h, check)?),
+            l: Arc::new(decode_all("l", sections.l, check)?),
+            a: Arc::new(decode_all("a", sections.a, check)?),
+            b_g1: Arc::new(decode_all("b_g1", sections.b_g1, check)?),
+            b_g2: Arc::new(decode_all("b_g2", sections.b_g2, check)?),
         })
     }
 
@@ -220,9 +212,7 @@ impl ProvingParameters {
             None => Ok(()),
         }
     }
-}
 
-impl ProvingParameters {
     /// bellperson refuses to prove with an identity delta (a subverted CRS); so do we.
     pub fn check_delta(&self) -> Result<()> {
         let identity = bool::from(self.vk.delta_g1.is_identity())
@@ -238,36 +228,262 @@ impl ProvingParameters {
     }
 }
 
+/// How many points each section of a `.params` file holds, known from its counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamsShape {
+    pub ic: usize,
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b_g1: usize,
+    pub b_g2: usize,
+}
+
+impl ParamsShape {
+    /// Bytes the decoded points take in memory: blstrs' affine points are as large as their
+    /// uncompressed encoding (96 bytes in G1, 192 in G2).
+    pub fn point_bytes(&self) -> u64 {
+        let g1 = self.ic + self.h + self.l + self.a + self.b_g1;
+        (g1 * G1_SIZE + self.b_g2 * G2_SIZE) as u64
+    }
+
+    /// Checks that parameters of this shape can be for a circuit within `bounds` (inputs,
+    /// domain and aux variables; the densities are only known after synthesis, which
+    /// [`ProvingParameters::check_fits`] checks): a file made for another circuit is refused
+    /// before anything is decoded or synthesized.
+    pub fn check_admits(&self, bounds: &SizeBounds) -> Result<()> {
+        let domain = self.h as u64 + 1;
+        let range = |r: &RangeInclusive<u64>| {
+            if r.start() == r.end() {
+                r.start().to_string()
+            } else {
+                format!("{} to {}", r.start(), r.end())
+            }
+        };
+        let misfit = if self.ic as u64 != bounds.inputs {
+            Some(("vk.ic", self.ic, bounds.inputs.to_string()))
+        } else if !bounds.domains().contains(&domain) {
+            let h = |d: &u64| d - 1;
+            let want = h(bounds.domains().start())..=h(bounds.domains().end());
+            Some(("h", self.h, range(&want)))
+        } else if !bounds.aux.contains(&(self.l as u64)) {
+            Some(("l", self.l, range(&bounds.aux)))
+        } else {
+            None
+        };
+        match misfit {
+            Some((section, found, want)) => Err(Error::ParamsMismatch(format!(
+                "section {section} has {found} points, the circuit needs {want}"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 const G1_SIZE: usize = 96;
 const G2_SIZE: usize = 192;
 
-/// Walks the file, handing out the bytes of each part after checking they are there.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+/// Maps a parameters file.
+fn map_file(path: &Path) -> Result<Mmap> {
+    let io_error = |source| Error::ParamsIo {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = open_regular(path).map_err(io_error)?;
+    // SAFETY: the map is read-only and its users drop it before they return. Another process
+    // truncating or rewriting the file meanwhile would break the slice's contract; that is
+    // the caveat of every mmap reader (bellperson's included) and parameter files are
+    // written once.
+    unsafe { Mmap::map(&file) }.map_err(io_error)
 }
 
-impl<'a> Cursor<'a> {
-    fn take(&mut self, section: &'static str, len: u64) -> Result<&'a [u8]> {
-        let rest = &self.bytes[self.pos..];
-        if len > rest.len() as u64 {
+/// Opens a parameters file, which must be a regular file (it is mapped): anything else is
+/// refused before it is read, and a FIFO is opened without waiting for a writer.
+fn open_regular(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file (parameters are memory-mapped)",
+                file_kind(&kind)
+            ),
+        ));
+    }
+    Ok(file)
+}
+
+/// "a directory", "a FIFO": what a path that is not a regular file is.
+pub fn file_kind(kind: &FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "a special file"
+    }
+}
+
+/// A `.params` file cut into its parts, every count checked against the length.
+struct Sections<'a> {
+    alpha_g1: &'a [u8],
+    beta_g1: &'a [u8],
+    beta_g2: &'a [u8],
+    gamma_g2: &'a [u8],
+    delta_g1: &'a [u8],
+    delta_g2: &'a [u8],
+    ic: &'a [u8],
+    h: &'a [u8],
+    l: &'a [u8],
+    a: &'a [u8],
+    b_g1: &'a [u8],
+    b_g2: &'a [u8],
+}
+
+impl<'a> Sections<'a> {
+    fn split(bytes: &'a [u8]) -> Result<Self> {
+        let parts = Parts::walk(bytes.len() as u64, |offset| {
+            // The walk only asks for counts inside the file.
+            let at = offset as usize;
+            Ok(u32::from_be_bytes([
+                bytes[at],
+                bytes[at + 1],
+                bytes[at + 2],
+                bytes[at + 3],
+            ]))
+        })?;
+        // Every range lies inside `bytes`, so its ends fit in `usize`.
+        let part = |range: &Range<u64>| &bytes[range.start as usize..range.end as usize];
+        Ok(Sections {
+            alpha_g1: part(&parts.alpha_g1),
+            beta_g1: part(&parts.beta_g1),
+            beta_g2: part(&parts.beta_g2),
+            gamma_g2: part(&parts.gamma_g2),
+            delta_g1: part(&parts.delta_g1),
+            delta_g2: part(&parts.delta_g2),
+            ic: part(&parts.ic),
+            h: part(&parts.h),
+            l: part(&parts.l),
+            a: part(&parts.a),
+            b_g1: part(&parts.b_g1),
+            b_g2: part(&parts.b_g2),
+        })
+    }
+}
+
+/// Where each part of a `.params` file lies (the points of a counted section, after its
+/// count).
+struct Parts {
+    alpha_g1: Range<u64>,
+    beta_g1: Range<u64>,
+    beta_g2: Range<u64>,
+    gamma_g2: Range<u64>,
+    delta_g1: Range<u64>,
+    delta_g2: Range<u64>,
+    ic: Range<u64>,
+    h: Range<u64>,
+    l: Range<u64>,
+    a: Range<u64>,
+    b_g1: Range<u64>,
+    b_g2: Range<u64>,
+}
+
+impl Parts {
+    /// Walks a file of `len` bytes, reading the count at an offset with `count_at`: every
+    /// part must be there and nothing may follow, so a bad count fails before any
+    /// allocation.
+    fn walk(len: u64, count_at: impl FnMut(u64) -> Result<u32>) -> Result<Self> {
+        let mut walk = Walk {
+            len,
+            pos: 0,
+            count_at,
+        };
+        let parts = Parts {
+            alpha_g1: walk.take("vk.alpha_g1", G1_SIZE as u64)?,
+            beta_g1: walk.take("vk.beta_g1", G1_SIZE as u64)?,
+            beta_g2: walk.take("vk.beta_g2", G2_SIZE as u64)?,
+            gamma_g2: walk.take("vk.gamma_g2", G2_SIZE as u64)?,
+            delta_g1: walk.take("vk.delta_g1", G1_SIZE as u64)?,
+            delta_g2: walk.take("vk.delta_g2", G2_SIZE as u64)?,
+            ic: walk.counted("vk.ic", G1_SIZE)?,
+            h: walk.counted("h", G1_SIZE)?,
+            l: walk.counted("l", G1_SIZE)?,
+            a: walk.counted("a", G1_SIZE)?,
+            b_g1: walk.counted("b_g1", G1_SIZE)?,
+            b_g2: walk.counted("b_g2", G2_SIZE)?,
+        };
+        if walk.pos != len {
+            return Err(Error::ParamsFormat(format!(
+                "{} trailing bytes after section b_g2 (it ends at offset {}, the file has {len} bytes)",
+                len - walk.pos,
+                walk.pos,
+            )));
+        }
+        Ok(parts)
+    }
+
+    fn shape(&self) -> ParamsShape {
+        let points =
+            |range: &Range<u64>, size: usize| ((range.end - range.start) / size as u64) as usize;
+        ParamsShape {
+            ic: points(&self.ic, G1_SIZE),
+            h: points(&self.h, G1_SIZE),
+            l: points(&self.l, G1_SIZE),
+            a: points(&self.a, G1_SIZE),
+            b_g1: points(&self.b_g1, G1_SIZE),
+            b_g2: points(&self.b_g2, G2_SIZE),
+        }
+    }
+}
+
+/// A walk through a file's parts, each checked to be there before it is handed out.
+struct Walk<F> {
+    len: u64,
+    pos: u64,
+    count_at: F,
+}
+
+impl<F: FnMut(u64) -> Result<u32>> Walk<F> {
+    fn take(&mut self, section: &'static str, size: u64) -> Result<Range<u64>> {
+        if size > self.len - self.pos {
             return Err(Error::ParamsTruncated {
                 section,
-                offset: self.pos as u64,
-                needed: len,
-                available: self.bytes.len() as u64,
+                offset: self.pos,
+                needed: size,
+                available: self.len,
             });
         }
-        // `len` fits in `usize`: it is at most `rest.len()`.
-        let (taken, _) = rest.split_at(len as usize);
-        self.pos += taken.len();
-        Ok(taken)
+        self.pos += size;
+        Ok(self.pos - size..self.pos)
     }
 
     /// A big-endian `u32` count and that many points of `size` bytes.
-    fn counted(&mut self, section: &'static str, size: usize) -> Result<&'a [u8]> {
-        let count = self.take(section, 4)?;
-        let count = u32::from_be_bytes([count[0], count[1], count[2], count[3]]);
+    fn counted(&mut self, section: &'static str, size: usize) -> Result<Range<u64>> {
+        let at = self.take(section, 4)?.start;
+        let count = (self.count_at)(at)?;
         self.take(section, u64::from(count) * size as u64)
     }
 }

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod cli;
+
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use wgpu_groth16::field::ops::FieldKernels;
