@@ -21,7 +21,7 @@ use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::ntt::NttOp;
 use wgpu_groth16::{Error, Result};
 
-use super::output::{stage, Cell, Output, Table};
+use super::output::{one_line, stage, Cell, Output, Table};
 use super::prove::{proof_bytes, prove_on};
 use super::setup::{self, BuiltIn, CircuitArgs};
 use super::CliResult;
@@ -237,7 +237,7 @@ fn compare_adapter(t: &mut Table, adapter: wgpu::Adapter, reference: &Reference)
     let engine = match engine {
         Ok(engine) => Arc::new(engine),
         Err(e) => {
-            row("pipelines", Some(time), None, Some(e.to_string()));
+            row("pipelines", Some(time), None, Some(one_line(&e)));
             return true;
         }
     };
@@ -253,7 +253,7 @@ fn compare_adapter(t: &mut Table, adapter: wgpu::Adapter, reference: &Reference)
             }
             Err(e) => {
                 agree = false;
-                row(&label, None, None, Some(e.to_string()));
+                row(&label, None, None, Some(one_line(&e)));
             }
         }
     }
@@ -283,7 +283,7 @@ fn compare_adapter(t: &mut Table, adapter: wgpu::Adapter, reference: &Reference)
         }
         Err(e) => {
             agree = false;
-            row(label, None, None, Some(e.to_string()));
+            row(label, None, None, Some(one_line(&e)));
         }
     }
     agree

@@ -240,10 +240,22 @@ impl Output {
 /// A failed command: one line `error: ...` on stderr, and with `--json` the document
 /// `{"error": "..."}` on stdout instead of the command's own (scripts parse stdout).
 pub fn report_error(json: bool, error: &dyn Display) {
+    let error = one_line(error);
     eprintln!("error: {error}");
     if json {
         report_json_only(error);
     }
+}
+
+/// A message as one line (drivers' messages span several): its lines, trimmed, joined.
+pub fn one_line(message: &dyn Display) -> String {
+    message
+        .to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The JSON error document alone, for errors whose line another part prints (clap's).
@@ -261,6 +273,16 @@ fn print_json(doc: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_of_several_lines_becomes_one() {
+        let message =
+            "pipeline MsmG1/portable failed to build: Validation Error\n\n    Internal error: x";
+        assert_eq!(
+            one_line(&message),
+            "pipeline MsmG1/portable failed to build: Validation Error Internal error: x"
+        );
+    }
 
     #[test]
     fn headers_become_snake_case_json_keys() {
