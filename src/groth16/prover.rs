@@ -218,8 +218,19 @@ impl Prover {
 
         let _compute = engine.enter(Stage::Compute);
         let cpu_lane = format!("{lane} CPU");
-        let (h_and_l, (selected, selection_time)) = rayon::join(
-            || -> Result<_> {
+        // The selection runs on a thread of its own beside this worker's steps, not as a rayon
+        // task beside them: on the CPU engine the H step then ran on a rayon thread and blocked
+        // it on bellperson's thread pool, whose tasks (a bellperson MSM) waited on rayon in
+        // turn, and a batch deadlocked (tests/prove.rs, two tests at once on 2 cores).
+        let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
+            let selection = scope.spawn(|| {
+                let start = Instant::now();
+                let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
+                    engine.select_ab(assignment)
+                });
+                (selected, start.elapsed())
+            });
+            let h_and_l = (|| -> Result<_> {
                 let h = self.step(lane, Step::HStep, report, || engine.h_step(h_inputs))?;
                 let msm_h = self.step(lane, Step::MsmH, report, || {
                     let bases = engine.bases(&params.h, resident.map(|r| &r.h));
@@ -230,15 +241,12 @@ impl Prover {
                     engine.msm::<G1>(&bases, &l_scalars, aux.len())
                 })?;
                 Ok((msm_h, msm_l))
-            },
-            || {
-                let start = Instant::now();
-                let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
-                    engine.select_ab(assignment)
-                });
-                (selected, start.elapsed())
-            },
-        );
+            })();
+            let selected = selection
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (h_and_l, selected)
+        });
         let (h, l) = h_and_l?;
         let [a_scalars, b_scalars] = selected?;
         report.record(Step::ScalarSelection, selection_time);
