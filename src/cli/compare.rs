@@ -108,8 +108,9 @@ impl KernelJobs {
                 scalars(engine.read(&values, n)?)
             }
             Kernel::HStep => {
-                let h = engine.h_step(engine.h_inputs(&self.a, &self.b, &self.c)?)?;
-                scalars(engine.read(&h, n - 1)?)
+                let mut abc = engine.h_inputs(&self.a, &self.b, &self.c)?;
+                engine.h_step(&mut abc)?;
+                scalars(engine.read(&abc[0], n - 1)?)
             }
         };
         Ok((bytes, start.elapsed()))

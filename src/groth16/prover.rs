@@ -209,7 +209,8 @@ impl Prover {
         } = assignment;
         let (params, resident) = (&self.params, self.resident.as_ref());
 
-        let (h_inputs, l_scalars) = {
+        // A proof's vectors live to its end, and go back to the pool together.
+        let (mut abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
                 Ok((engine.h_inputs(a, b, c)?, engine.upload(aux)?))
@@ -231,10 +232,10 @@ impl Prover {
                 (selected, start.elapsed())
             });
             let h_and_l = (|| -> Result<_> {
-                let h = self.step(lane, Step::HStep, report, || engine.h_step(h_inputs))?;
+                self.step(lane, Step::HStep, report, || engine.h_step(&mut abc))?;
                 let msm_h = self.step(lane, Step::MsmH, report, || {
                     let bases = engine.bases(&params.h, resident.map(|r| &r.h));
-                    engine.msm::<G1>(&bases, &h, params.h.len())
+                    engine.msm::<G1>(&bases, &abc[0], params.h.len())
                 })?;
                 let msm_l = self.step(lane, Step::MsmL, report, || {
                     let bases = engine.bases(&params.l, resident.map(|r| &r.l));

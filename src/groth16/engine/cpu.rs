@@ -46,8 +46,10 @@ impl Engine for CpuEngine {
         Ok([a, b, c].map(Cow::Borrowed))
     }
 
-    fn h_step<'a>(&'a self, [a, b, c]: [Cow<'a, [Scalar]>; 3]) -> Result<Cow<'a, [Scalar]>> {
-        Ok(Cow::Owned(h_coefficients_cpu(&a, &b, &c)?))
+    fn h_step(&self, inputs: &mut [Cow<'_, [Scalar]>; 3]) -> Result<()> {
+        let [a, b, c] = inputs;
+        *a = Cow::Owned(h_coefficients_cpu(a, b, c)?);
+        Ok(())
     }
 
     fn ntt(&self, vector: &mut Cow<'_, [Scalar]>, op: NttOp) -> Result<()> {

@@ -231,20 +231,19 @@ impl Engine for GpuEngine {
             .map(|v| GpuVector::Device(Box::new(v))))
     }
 
-    fn h_step<'a>(&'a self, inputs: [GpuVector<'a>; 3]) -> Result<GpuVector<'a>> {
-        let [a, b, c] = match inputs {
-            [GpuVector::Device(a), GpuVector::Device(b), GpuVector::Device(c)] => [*a, *b, *c],
-            [GpuVector::Host(a), GpuVector::Host(b), GpuVector::Host(c)] => {
-                self.ntt.upload_h_inputs(a, b, c)?
-            }
-            _ => {
-                return Err(Error::Internal(
-                    "the H step's inputs are partly on the device".into(),
-                ))
-            }
+    fn h_step(&self, inputs: &mut [GpuVector<'_>; 3]) -> Result<()> {
+        if let [GpuVector::Host(a), GpuVector::Host(b), GpuVector::Host(c)] = *inputs {
+            *inputs = self
+                .ntt
+                .upload_h_inputs(a, b, c)?
+                .map(|v| GpuVector::Device(Box::new(v)));
+        }
+        let [GpuVector::Device(a), GpuVector::Device(b), GpuVector::Device(c)] = inputs else {
+            return Err(Error::Internal(
+                "the H step's inputs are partly on the device".into(),
+            ));
         };
-        self.gpu.wait_for(self.ntt.h_resident(&a, &b, &c)?)?;
-        Ok(GpuVector::Device(Box::new(a)))
+        self.gpu.wait_for(self.ntt.h_resident(a, b, c)?)
     }
 
     fn ntt(&self, vector: &mut GpuVector<'_>, op: NttOp) -> Result<()> {

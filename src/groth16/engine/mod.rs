@@ -61,9 +61,10 @@ pub trait Engine: Sync {
         c: &'a [Scalar],
     ) -> Result<[Self::Vector<'a>; 3]>;
 
-    /// bellperson's H step on [`h_inputs`](Self::h_inputs): the coefficients of h (the first
-    /// n - 1 are the H MSM's scalars).
-    fn h_step<'a>(&'a self, inputs: [Self::Vector<'a>; 3]) -> Result<Self::Vector<'a>>;
+    /// bellperson's H step on [`h_inputs`](Self::h_inputs), in place: the coefficients of h
+    /// (the first n - 1 are the H MSM's scalars) replace a; b and c are scratch, kept by the
+    /// caller (a proof's device buffers go back to the pool together, at its end).
+    fn h_step(&self, inputs: &mut [Self::Vector<'_>; 3]) -> Result<()>;
 
     /// bellperson's transform `op` of a power-of-two vector, in place.
     fn ntt(&self, vector: &mut Self::Vector<'_>, op: NttOp) -> Result<()>;
