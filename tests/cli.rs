@@ -96,6 +96,39 @@ fn prove_on_the_gpu_gives_json_and_a_proof_that_verifies() {
 }
 
 #[test]
+fn proving_on_a_software_adapter_says_so_in_one_line_and_names_the_faster_option() {
+    let Some(gpu) = common::gpu(Target::Native) else {
+        return;
+    };
+    let dir = scratch("software_note");
+    let proof = dir.join("f6.proof");
+    for backend in ["vulkan", "gl"] {
+        let output = run(prove(&[], &proof).args(["--backend", backend]));
+        assert!(output.status.success(), "{output:?}");
+        let notes: Vec<String> = stdout(&output)
+            .lines()
+            .filter(|l| l.starts_with("note: "))
+            .map(String::from)
+            .collect();
+        if gpu.info.device_type != wgpu::DeviceType::Cpu && backend == "vulkan" {
+            assert!(
+                notes.is_empty(),
+                "a hardware adapter needs no note: {notes:?}"
+            );
+            continue;
+        }
+        let faster = match backend {
+            "gl" => "apt-get install mesa-vulkan-drivers",
+            _ => "BELLMAN_NO_GPU=1",
+        };
+        assert!(
+            notes.len() == 1 && notes[0].contains("software adapter") && notes[0].contains(faster),
+            "{backend}: one note naming {faster:?}: {notes:?}"
+        );
+    }
+}
+
+#[test]
 fn demo_and_compare_agree_with_the_cpu_and_share_cached_parameters() {
     if common::gpu(Target::Native).is_none() {
         return;
