@@ -127,3 +127,64 @@ fn int64_variant_is_refused_on_an_adapter_without_int64() {
     let err = gl.compile::<FieldOpsProgram>(WideMul::Int64).unwrap_err();
     assert!(matches!(err, Error::MissingFeature { .. }), "{err}");
 }
+
+/// Compiled pipelines persist in a cache file, written whole through a temporary of the
+/// process's own; a file under the cache's name that is not a cache (a FIFO, which the old
+/// read waited on forever; a file far too large) is ignored, and the device still compiles
+/// and saves a real cache there.
+#[test]
+fn the_pipeline_cache_is_written_whole_and_a_foreign_file_is_ignored() {
+    let Some(gpu) = gpu(Target::Native) else {
+        return;
+    };
+    if !gpu.capabilities.pipeline_cache {
+        eprintln!("skipping: {} has no pipeline cache", gpu.describe());
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("pipeline_cache");
+    let _ = std::fs::remove_dir_all(&dir);
+    let open_and_compile = || {
+        let mut own = wgpu_groth16::gpu::GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
+        own.use_pipeline_cache(&dir).unwrap();
+        own.compile::<FieldOpsProgram>(WideMul::Portable).unwrap();
+    };
+    open_and_compile();
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "one cache file, no temporary: {files:?}");
+    let cache = &files[0];
+    assert!(std::fs::metadata(cache).unwrap().is_file());
+
+    // A sparse file of 1 GiB, then a FIFO, under the cache's name.
+    std::fs::File::create(cache)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    open_and_compile();
+    assert!(std::fs::metadata(cache).unwrap().len() < 1 << 30);
+    std::fs::remove_file(cache).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(cache).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipping the FIFO: mkfifo failed");
+        return;
+    }
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            open_and_compile();
+            let _ = done.send(());
+        });
+        let opened = finished.recv_timeout(std::time::Duration::from_secs(60));
+        if opened.is_err() {
+            // Unblock the reader so the test can end, then fail.
+            let _ = std::fs::OpenOptions::new().write(true).open(cache);
+            panic!("opening a device waited on the FIFO under the cache's name");
+        }
+    });
+    assert!(
+        std::fs::metadata(cache).unwrap().is_file(),
+        "a real cache replaced the FIFO"
+    );
+}

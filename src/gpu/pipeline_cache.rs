@@ -4,7 +4,9 @@
 //! Vulkan only (wgpu's `PIPELINE_CACHE` feature).
 
 use crate::error::{Error, Result};
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct PipelineCacheFile {
     pub cache: wgpu::PipelineCache,
@@ -28,7 +30,7 @@ impl PipelineCacheFile {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::device(format!("creating {}", dir.display()), e))?;
         let path = dir.join(key);
-        let data = std::fs::read(&path).ok();
+        let data = read_bounded(&path);
         // SAFETY: the file is named by wgpu's cache key for this adapter and was written from
         // `get_data` by `save` below; wgpu checks its header against the adapter and driver
         // and, with `fallback`, starts empty when the data does not fit.
@@ -47,14 +49,44 @@ impl PipelineCacheFile {
         Ok(Some(PipelineCacheFile { cache, path }))
     }
 
-    /// Writes the cache's current contents, atomically (a reader never sees half a file).
+    /// Writes the cache's current contents, atomically (a reader never sees half a file),
+    /// through a temporary of this process's own, so that two processes saving at once
+    /// cannot interleave their bytes in one file.
     pub fn save(&self) -> Result<()> {
         let Some(data) = self.cache.get_data() else {
             return Ok(());
         };
-        let tmp = self.path.with_extension("tmp");
-        std::fs::write(&tmp, &data)
-            .and_then(|()| std::fs::rename(&tmp, &self.path))
-            .map_err(|e| Error::device(format!("writing {}", self.path.display()), e))
+        static SAVES: AtomicU64 = AtomicU64::new(0);
+        let tmp = self.path.with_extension(format!(
+            "{}.{}.tmp",
+            std::process::id(),
+            SAVES.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = std::fs::write(&tmp, &data).and_then(|()| std::fs::rename(&tmp, &self.path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written.map_err(|e| Error::device(format!("writing {}", self.path.display()), e))
     }
+}
+
+/// Most bytes read from a cache file: a driver's cache for our pipelines is a few MiB; a
+/// larger file is not ours and is ignored (the cache starts empty).
+const MAX_CACHE_BYTES: u64 = 256 << 20;
+
+/// The cache file's contents, if it is a regular file within [`MAX_CACHE_BYTES`] (checked
+/// before opening it: opening a FIFO would wait for a writer).
+fn read_bounded(path: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_CACHE_BYTES {
+        log::warn!(
+            "pipeline cache {} ignored: not a regular file of at most {MAX_CACHE_BYTES} bytes",
+            path.display()
+        );
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_CACHE_BYTES).read_to_end(&mut data).ok()?;
+    Some(data)
 }
