@@ -131,6 +131,11 @@ pub enum Error {
     /// The parameters were made for another circuit (lengths that do not match its shape).
     #[error("parameters do not fit the circuit: {0}")]
     ParamsMismatch(String),
+
+    /// A prover's parameters failed to load on its loader thread (the first proof that
+    /// waited got the error itself).
+    #[error("the prover's parameters failed to load: {0}")]
+    ParamsLoad(String),
 }
 
 impl Error {

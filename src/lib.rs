@@ -8,8 +8,10 @@
 //! multi-scalar multiplication for G1 and G2 on them; [`ntt`] the transforms over Fr that the
 //! H polynomial needs, equal to bellperson's; [`groth16`] synthesizes bellperson circuits,
 //! reads `.params` files and proves with them through one engine seam (GPU or CPU);
-//! [`timeline`] records what ran where, for traces.
+//! [`timeline`] records what ran where, for traces; [`cli`] is the command line, whose
+//! output and file handling other binaries of the workspace share.
 
+pub mod cli;
 pub mod curve;
 pub mod error;
 pub mod field;

@@ -15,7 +15,9 @@ use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use wgpu_groth16::groth16::circuits::SizeBounds;
-use wgpu_groth16::groth16::params::{ParamsShape, PointCheck, ProvingParameters};
+use wgpu_groth16::groth16::params::{
+    CheckRecords, Checked, ParamsShape, PointCheck, ProvingParameters,
+};
 use wgpu_groth16::{Error, Result};
 
 const G1: usize = 96;
@@ -666,4 +668,63 @@ fn check_admits_names_the_section_a_circuits_bounds_exclude() {
         aux: aux - 1..=aux + 1,
     };
     shape.check_admits(&around).unwrap();
+}
+
+fn read_checked_once(bytes: &[u8], records: &CheckRecords) -> Result<(ProvingParameters, Checked)> {
+    ProvingParameters::read_mmap_checked_once(TempFile::new(bytes).path(), records)
+}
+
+fn records_folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "wgpu-groth16-check-records-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn checked_once_reads_what_checked_reads_and_checks_each_content_once() {
+    let (params, bytes) = fixture();
+    let dir = records_folder("once");
+    let records = CheckRecords::in_folder(dir.clone());
+    let (first, how) = read_checked_once(bytes, &records).unwrap();
+    assert_equal(&first, params);
+    assert_eq!(how, Checked::Now);
+    let (second, how) = read_checked_once(bytes, &records).unwrap();
+    assert_equal(&second, params);
+    assert_eq!(how, Checked::Before);
+    // Without records every read checks.
+    let (_, how) = read_checked_once(bytes, &CheckRecords::none()).unwrap();
+    assert_eq!(how, Checked::Now);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn checked_once_refuses_a_point_outside_the_subgroup_even_after_the_file_was_checked() {
+    let (_, bytes) = fixture();
+    let dir = records_folder("altered");
+    let records = CheckRecords::in_folder(dir.clone());
+    assert_eq!(read_checked_once(bytes, &records).unwrap().1, Checked::Now);
+    for (section, index, point) in [
+        ("h", 0, g1_outside_subgroup()),
+        ("l", 1, g1_outside_subgroup()),
+        ("b_g2", 1, g2_outside_subgroup()),
+    ] {
+        // The same file with one point replaced: its digest is another, so it is checked.
+        let altered = replace(bytes, record_of(section, index).start, &point);
+        let result = read_checked_once(&altered, &records).map(|(p, _)| p);
+        let reason = assert_invalid_point(result, section, index);
+        assert!(reason.contains("subgroup"), "{reason}");
+    }
+    // Points off the curve are refused while decoding, before any digest is looked up.
+    let mut off_curve = bytes.clone();
+    off_curve[record_of("a", 0).end - 1] ^= 1;
+    let reason = assert_invalid_point(
+        read_checked_once(&off_curve, &records).map(|(p, _)| p),
+        "a",
+        0,
+    );
+    assert!(reason.contains("not on the curve"), "{reason}");
+    std::fs::remove_dir_all(dir).unwrap();
 }

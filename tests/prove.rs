@@ -505,3 +505,73 @@ fn provers_of_one_batch_must_share_parameters() {
         "{err}"
     );
 }
+
+/// `inner`, telling `synthesizing` when its synthesis begins.
+#[derive(Clone)]
+struct Signalling<C> {
+    inner: C,
+    synthesizing: std::sync::mpsc::SyncSender<()>,
+}
+
+impl<C: Circuit<Scalar>> Circuit<Scalar> for Signalling<C> {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        let _ = self.synthesizing.try_send(());
+        self.inner.synthesize(cs)
+    }
+}
+
+#[test]
+fn a_prover_whose_parameters_load_meanwhile_synthesizes_first_and_proves_the_same() {
+    let x = Scalar::from(3u64);
+    let (circuit, blank) = (SingleConstraint::new(x, x * x), SingleConstraint::blank());
+    let params = params_for(blank, 41);
+    let (r, s) = (Scalar::random(rng(42)), Scalar::random(rng(43)));
+    let expected = create_proof(circuit.clone(), &params, r, s).expect("bellperson proof");
+    for engine in engines() {
+        // The loader hands the parameters over only once synthesis has begun: a prover that
+        // waited for them first would fail here instead of hanging.
+        let (synthesizing, begun) = std::sync::mpsc::sync_channel(1);
+        let loaded = ProvingParameters::from(&params);
+        let prover = Prover::loading(engine.clone(), None, move || {
+            begun
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .map_err(|_| Error::Internal("synthesis did not begin while loading".into()))?;
+            Ok(loaded)
+        })
+        .expect("prover");
+        let signalling = Signalling {
+            inner: circuit.clone(),
+            synthesizing,
+        };
+        let proof = prover.prove(signalling, r, s).expect("our proof");
+        assert_eq!(
+            proof_bytes(&proof),
+            proof_bytes(&expected),
+            "{}",
+            engine.describe()
+        );
+        assert_eq!(prover.params().expect("loaded").vk, params.vk);
+    }
+}
+
+#[test]
+fn a_failed_load_fails_every_proof_with_its_reason() {
+    let x = Scalar::from(3u64);
+    let circuit = SingleConstraint::new(x, x * x);
+    let prover = Prover::loading(Arc::new(ProverEngine::cpu()), None, || {
+        Err(Error::ParamsFormat("a broken file".into()))
+    })
+    .expect("prover");
+    let (r, s) = (Scalar::ONE, Scalar::ONE);
+    match prover.prove(circuit.clone(), r, s) {
+        Err(Error::ParamsFormat(why)) => assert_eq!(why, "a broken file"),
+        other => panic!("the loader's error expected, got {other:?}"),
+    }
+    match prover.prove(circuit, r, s) {
+        Err(Error::ParamsLoad(why)) => assert!(why.contains("a broken file"), "{why}"),
+        other => panic!("the load's failure expected, got {other:?}"),
+    }
+}

@@ -1,15 +1,15 @@
 //! `wgpu-groth16 bench ...`: measurements, printed as tables for BENCHMARKS.md.
 
+use crate::curve::{sample_bases, GpuCurve};
+use crate::field::bench::{run as run_field_bench, FieldBenchConfig};
+use crate::field::samples::sample_scalars;
+use crate::gpu::{AdapterSelector, GpuContext, WideMul};
+use crate::msm::{msm_cpu, MsmConfig, MsmKernels};
+use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp};
+use crate::{Error, Result};
 use blstrs::Scalar;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use wgpu_groth16::curve::{sample_bases, GpuCurve};
-use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
-use wgpu_groth16::field::samples::sample_scalars;
-use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
-use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
-use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp};
-use wgpu_groth16::{Error, Result};
 
 fn rate(x: f64) -> String {
     if x >= 1e9 {

@@ -5,23 +5,21 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bellperson::groth16::{create_proof, VerifyingKey};
-use blstrs::{Bls12, G1Affine, G2Affine, Scalar};
+use crate::gpu::context::select_adapters;
+use crate::gpu::{AdapterSelector, GpuContext};
+use crate::groth16::batch::prove_batch_across;
+use crate::groth16::circuits::FilecoinLike;
+use crate::groth16::synthesis::synthesize;
+use crate::groth16::{ProveReport, Prover, ProvingParameters};
+use crate::groth16::{ProverEngine, Step};
+use crate::msm::MsmConfig;
+use crate::timeline::Timeline;
+use crate::Result;
+use bellperson::groth16::create_proof;
+use blstrs::Scalar;
 use ff::Field;
-use group::Group;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use wgpu_groth16::curve::{sample_bases, G1, G2};
-use wgpu_groth16::gpu::context::select_adapters;
-use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
-use wgpu_groth16::groth16::batch::prove_batch_across;
-use wgpu_groth16::groth16::circuits::FilecoinLike;
-use wgpu_groth16::groth16::synthesis::synthesize;
-use wgpu_groth16::groth16::{ProveReport, Prover, ProvingParameters};
-use wgpu_groth16::groth16::{ProverEngine, Step};
-use wgpu_groth16::msm::MsmConfig;
-use wgpu_groth16::timeline::Timeline;
-use wgpu_groth16::Result;
 
 use super::bench::ms;
 use super::output::OutputPlan;
@@ -38,37 +36,6 @@ pub struct ProveOptions {
     pub check: bool,
     /// Where to write the trace of every batch's stages.
     pub trace: Option<std::path::PathBuf>,
-}
-
-/// Parameters of the right lengths for `circuit`'s shape (from synthesizing it) with random points: not a trusted
-/// setup (proofs made with them do not verify), but both provers compute the same function
-/// of them, so timings and the byte comparison mean what they do with real parameters, and
-/// they take seconds to make instead of a setup's minutes to hours at 2^22.
-fn random_parameters(circuit: &FilecoinLike, seed: u64) -> Result<ProvingParameters> {
-    let shape = synthesize(circuit.clone())?.shape();
-    let domain = shape.constraints.next_power_of_two();
-    let b = shape.b_input_density + shape.b_aux_density;
-    let g1 = |k: u64, n: usize| Arc::new(sample_bases::<G1>(seed * 16 + k, n));
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let g1_point = |rng: &mut ChaCha20Rng| G1Affine::from(blstrs::G1Projective::random(rng));
-    let g2_point = |rng: &mut ChaCha20Rng| G2Affine::from(blstrs::G2Projective::random(rng));
-    let vk = VerifyingKey::<Bls12> {
-        alpha_g1: g1_point(&mut rng),
-        beta_g1: g1_point(&mut rng),
-        beta_g2: g2_point(&mut rng),
-        gamma_g2: g2_point(&mut rng),
-        delta_g1: g1_point(&mut rng),
-        delta_g2: g2_point(&mut rng),
-        ic: sample_bases::<G1>(seed * 16 + 5, shape.inputs),
-    };
-    Ok(ProvingParameters {
-        vk,
-        h: g1(0, domain - 1),
-        l: g1(1, shape.aux),
-        a: g1(2, shape.inputs + shape.a_aux_density),
-        b_g1: g1(3, b),
-        b_g2: Arc::new(sample_bases::<G2>(seed * 16 + 4, b)),
-    })
 }
 
 /// Peak resident memory of this process so far (Linux `VmHWM`), in MiB.
@@ -121,7 +88,8 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
     let timeline = Arc::new(Timeline::new());
     for &log_n in &options.log_n {
         let t = Instant::now();
-        let params = random_parameters(&FilecoinLike::new(log_n, 0)?, log_n as u64)?;
+        let shape = synthesize(FilecoinLike::new(log_n, 0)?)?.shape();
+        let params = ProvingParameters::random_for_shape(&shape, log_n as u64);
         log::info!("2^{log_n}: random parameters in {}", ms(t.elapsed()));
         let circuits = |count: usize| -> Result<Vec<FilecoinLike>> {
             (0..count as u64)
@@ -159,7 +127,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                     let t = Instant::now();
                     let expected =
                         create_proof(circuits[0].clone(), &params.to_bellperson(), rs[0], ss[0])
-                            .map_err(wgpu_groth16::Error::Synthesis)?;
+                            .map_err(crate::Error::Synthesis)?;
                     (
                         Some(t.elapsed()),
                         Some(proof_bytes(&expected) == proof_bytes(&proofs[0])),

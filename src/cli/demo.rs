@@ -9,19 +9,19 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::field::check::check_all;
+use crate::field::ops::FieldKernels;
+use crate::gpu::{AdapterSelector, GpuContext};
+use crate::groth16::synthesis::public_inputs;
+use crate::groth16::ProverEngine;
+use crate::msm::MsmConfig;
+use crate::Error;
 use bellperson::groth16::{create_proof, prepare_verifying_key, verify_proof};
 use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde_json::json;
-use wgpu_groth16::field::check::check_all;
-use wgpu_groth16::field::ops::FieldKernels;
-use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
-use wgpu_groth16::groth16::synthesis::public_inputs;
-use wgpu_groth16::groth16::ProverEngine;
-use wgpu_groth16::msm::MsmConfig;
-use wgpu_groth16::Error;
 
 use super::compare::{Kernel, KernelJobs};
 use super::output::{stage, Cell, Output};

@@ -6,21 +6,21 @@ mod bench_synthesis;
 mod compare;
 mod demo;
 mod info;
-mod memory;
-mod output;
-mod prove;
+pub mod memory;
+pub mod output;
+pub mod prove;
 mod setup;
 mod verify;
 
+use crate::curve::{G1, G2};
+use crate::gpu::context::{parse_backends, parse_power};
+use crate::gpu::AdapterSelector;
+use crate::msm::MsmConfig;
+use crate::{Error, Result};
 use clap::{Parser, Subcommand};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use wgpu_groth16::curve::{G1, G2};
-use wgpu_groth16::gpu::context::{parse_backends, parse_power};
-use wgpu_groth16::gpu::AdapterSelector;
-use wgpu_groth16::msm::MsmConfig;
-use wgpu_groth16::{Error, Result};
 
 pub use output::remove_temporaries_on_signals;
 
@@ -33,15 +33,8 @@ pub use output::remove_temporaries_on_signals;
                   the CPU's), 2 an error (printed as one line). More logs: RUST_LOG=info."
 )]
 struct Cli {
-    /// Use the adapter whose name contains this (case-insensitive); overrides WGPU_ADAPTER_NAME.
-    #[arg(long, global = true)]
-    adapter: Option<String>,
-    /// Backends to consider, e.g. `vulkan` or `vulkan,gl`; overrides WGPU_BACKEND.
-    #[arg(long, global = true)]
-    backend: Option<String>,
-    /// `low`, `high` or `none`; overrides WGPU_POWER_PREF.
-    #[arg(long, global = true)]
-    power: Option<String>,
+    #[command(flatten)]
+    device: DeviceArgs,
     /// Print one JSON document instead of text (demo, setup, prove, verify, compare).
     #[arg(long, global = true)]
     json: bool,
@@ -215,7 +208,7 @@ enum BenchCommand {
 }
 
 /// "adapter: NAME (BACKEND) (driver ...)", the first line of every command that opens one.
-fn adapter_line(gpu: &wgpu_groth16::gpu::GpuContext) -> String {
+fn adapter_line(gpu: &crate::gpu::GpuContext) -> String {
     format!(
         "adapter: {} (driver {} {})",
         gpu.describe(),
@@ -226,7 +219,7 @@ fn adapter_line(gpu: &wgpu_groth16::gpu::GpuContext) -> String {
 
 /// One line for `demo` and `prove` when the adapter is a software one (it runs on the CPU),
 /// naming what is faster.
-fn software_adapter_note(gpu: &wgpu_groth16::gpu::GpuContext) -> Option<String> {
+pub fn software_adapter_note(gpu: &crate::gpu::GpuContext) -> Option<String> {
     if gpu.info.device_type != wgpu::DeviceType::Cpu {
         return None;
     }
@@ -270,8 +263,22 @@ impl CliError {
 
 pub type CliResult<T> = std::result::Result<T, CliError>;
 
-impl Cli {
-    fn selector(&self) -> Result<AdapterSelector> {
+/// Which adapter a command uses: the options every binary of the workspace takes.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct DeviceArgs {
+    /// Use the adapter whose name contains this (case-insensitive); overrides WGPU_ADAPTER_NAME.
+    #[arg(long, global = true)]
+    pub adapter: Option<String>,
+    /// Backends to consider, e.g. `vulkan` or `vulkan,gl`; overrides WGPU_BACKEND.
+    #[arg(long, global = true)]
+    pub backend: Option<String>,
+    /// `low`, `high` or `none`; overrides WGPU_POWER_PREF.
+    #[arg(long, global = true)]
+    pub power: Option<String>,
+}
+
+impl DeviceArgs {
+    pub fn selector(&self) -> Result<AdapterSelector> {
         Ok(AdapterSelector {
             backends: self
                 .backend
@@ -288,21 +295,56 @@ impl Cli {
     }
 }
 
+/// What every binary of the workspace does first, before any thread exists: the
+/// environment for the Vulkan loader, the log (wgpu's and naga's own lines off unless
+/// RUST_LOG asks), a one-line panic message, and temporaries removed on signals.
+pub fn start_process() {
+    // Before any thread exists: it may set an environment variable for the Vulkan loader.
+    crate::gpu::context::prepare_environment();
+    // wgpu's own log lines repeat, in its words, failures that reach the commands as errors
+    // (`compare` on NVIDIA's GL adapter printed 16 "Shader translation error" lines before
+    // the row saying the pipelines failed): off unless RUST_LOG asks for them.
+    let default_filter = "warn,wgpu=off,wgpu_core=off,wgpu_hal=off,naga=off";
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_filter))
+        .init();
+    // A panic is a bug, but the user still gets one line; RUST_BACKTRACE asks for the rest.
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        std::panic::set_hook(Box::new(|info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a panic");
+            let place = info
+                .location()
+                .map_or(String::new(), |l| format!(" at {l}"));
+            eprintln!("error: internal error{place}: {message} (RUST_BACKTRACE=1 for a backtrace)");
+        }));
+    }
+    // Before any thread starts: the signals are blocked in every thread but one.
+    if let Err(e) = remove_temporaries_on_signals() {
+        log::warn!("temporary files will not be removed on SIGINT: {e}");
+    }
+}
+
+/// Parses the command line as `P`, or exits: help and version on stdout, a usage error on
+/// stderr (and as a JSON error document when `--json` is among the arguments).
+pub fn parse_args<P: Parser>() -> P {
+    P::try_parse().unwrap_or_else(|e| {
+        if e.use_stderr() && std::env::args_os().any(|arg| arg == "--json") {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or_default();
+            output::report_json_only(first.strip_prefix("error: ").unwrap_or(first));
+        }
+        e.exit()
+    })
+}
+
 /// Parses the command line and runs the command. A failure is one line on stderr (and a
 /// JSON error document with `--json`), exit status 2.
 pub fn run() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            // Help and version go to stdout, as they are; a usage error is still a failure.
-            if e.use_stderr() && std::env::args_os().any(|arg| arg == "--json") {
-                let rendered = e.render().to_string();
-                let first = rendered.lines().next().unwrap_or_default();
-                output::report_json_only(first.strip_prefix("error: ").unwrap_or(first));
-            }
-            e.exit()
-        }
-    };
+    let cli: Cli = parse_args();
     let json = cli.json;
     match run_command(cli) {
         Ok(code) => code,
@@ -315,7 +357,7 @@ pub fn run() -> ExitCode {
 }
 
 fn run_command(cli: Cli) -> CliResult<ExitCode> {
-    let selector = cli.selector()?;
+    let selector = cli.device.selector()?;
     let mut out = output::Output::new(cli.json);
     let code = match cli.command {
         Command::Demo {

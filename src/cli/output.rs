@@ -2,7 +2,7 @@
 //! document printed at the end (an error too); spinners on stderr for long stages; files
 //! written whole or not at all ([`files`]).
 
-mod files;
+pub mod files;
 
 use std::fmt::{self, Display};
 use std::io::{self, IsTerminal};

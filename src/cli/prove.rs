@@ -6,18 +6,18 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::gpu::AdapterSelector;
+use crate::groth16::synthesis::public_inputs;
+use crate::groth16::{
+    Backend, PointCheck, ProveReport, Prover, ProverConfig, ProverEngine, ProvingParameters, Step,
+};
+use crate::timeline::Timeline;
+use crate::Error;
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Proof};
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_core::OsRng;
 use serde_json::json;
-use wgpu_groth16::gpu::AdapterSelector;
-use wgpu_groth16::groth16::synthesis::public_inputs;
-use wgpu_groth16::groth16::{
-    Backend, PointCheck, ProveReport, Prover, ProverConfig, ProverEngine, ProvingParameters, Step,
-};
-use wgpu_groth16::timeline::Timeline;
-use wgpu_groth16::Error;
 
 use super::memory;
 use super::output::{hex, stage, Output, OutputPlan};
@@ -94,7 +94,7 @@ pub fn prove_on(
     circuit: &BuiltIn,
     (r, s): (Scalar, Scalar),
     timeline: Option<Arc<Timeline>>,
-) -> wgpu_groth16::Result<(Proof<Bls12>, ProveReport)> {
+) -> crate::Result<(Proof<Bls12>, ProveReport)> {
     let mut prover = Prover::with_engine(params.clone(), engine, None)?;
     if let Some(timeline) = timeline {
         prover = prover.with_timeline(timeline);
@@ -112,7 +112,7 @@ pub fn inputs_hex(inputs: &[Scalar]) -> Vec<String> {
 }
 
 /// `--vram-budget-mib` in bytes.
-fn vram_budget(mib: Option<u64>) -> CliResult<Option<u64>> {
+pub fn vram_budget(mib: Option<u64>) -> CliResult<Option<u64>> {
     mib.map(|mib| {
         mib.checked_mul(1 << 20).ok_or_else(|| {
             CliError::Invalid(format!(

@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::groth16::circuits::{FilecoinLike, Sha256Preimage, SizeBounds};
+use crate::groth16::params::user_cache_dir;
+use crate::groth16::{PointCheck, ProvingParameters};
 use bellperson::groth16::generate_random_parameters;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use rand_core::OsRng;
 use serde_json::json;
-use wgpu_groth16::groth16::circuits::{FilecoinLike, Sha256Preimage, SizeBounds};
-use wgpu_groth16::groth16::{PointCheck, ProvingParameters};
 
 use super::memory;
 use super::output::{stage, Output, OutputPlan};
@@ -178,7 +179,7 @@ pub fn generate(circuit: &CircuitArgs) -> CliResult<(ProvingParameters, Duration
     let (params, time) = stage("generating parameters (bellperson)", || {
         generate_random_parameters::<Bls12, _, _>(blank, &mut OsRng)
     });
-    Ok((params.map_err(wgpu_groth16::Error::Synthesis)?.into(), time))
+    Ok((params.map_err(crate::Error::Synthesis)?.into(), time))
 }
 
 pub fn run(
@@ -231,12 +232,7 @@ pub fn run(
 /// `$XDG_CACHE_HOME/wgpu-groth16` or `~/.cache/wgpu-groth16`, one folder per version (a
 /// circuit may change between them).
 fn cache_dir() -> Option<PathBuf> {
-    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-    let base = var("WGPU_GROTH16_PARAMS_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("wgpu-groth16")))
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/wgpu-groth16")))?;
-    Some(base.join(env!("CARGO_PKG_VERSION")))
+    Some(user_cache_dir()?.join(env!("CARGO_PKG_VERSION")))
 }
 
 /// Parameters for `circuit` from the cache, or generated and cached: a setup takes longer

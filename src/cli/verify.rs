@@ -7,9 +7,9 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::Error;
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar};
-use wgpu_groth16::Error;
 
 use super::memory;
 use super::output::Output;

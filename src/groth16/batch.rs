@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::engine::ProverConfig;
 use super::params::ProvingParameters;
-use super::prover::Prover;
+use super::prover::{BatchProgress, Prover};
 use super::report::{ProveReport, Step};
 use super::synthesis::{synthesize, ProvingAssignment, Shape};
 use crate::{Error, Result};
@@ -201,18 +201,6 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
             "a batch needs at least one circuit".into(),
         ));
     }
-    // Circuit 0 is checked against the first prover's parameters only.
-    let (p0, lengths) = (first.params(), |p: &super::ProvingParameters| {
-        [p.h.len(), p.l.len(), p.a.len(), p.b_g1.len(), p.b_g2.len()]
-    });
-    if let Some(other) = provers
-        .iter()
-        .position(|p| p.params().vk != p0.vk || lengths(p.params()) != lengths(p0))
-    {
-        return Err(Error::InvalidInput(format!(
-            "prover {other} of the batch has other parameters than prover 0"
-        )));
-    }
     let count = circuits.len();
     let start = Instant::now();
     // The prover's own steps use the global pool: they must not queue behind seconds-long
@@ -250,23 +238,40 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
                         let t = Instant::now();
                         let result =
                             first.span(&lane, &format!("synthesize {i}"), || synthesize(circuit));
+                        if result.is_ok() {
+                            first.tell(BatchProgress::Synthesized {
+                                circuit: i,
+                                took: t.elapsed(),
+                            });
+                        }
                         // The receiver is gone only when the batch already failed.
                         let _ = sender.send((i, result.map(|a| (a, t.elapsed()))));
                     },
                 );
             });
         });
+        // Waits for parameters still loading, while the circuits synthesize.
+        if let Err(e) = same_parameters(provers) {
+            cancel.store(true, Ordering::Relaxed);
+            queue.fail(e);
+            return;
+        }
         for (device, prover) in provers.iter().enumerate() {
             for worker in 0..prover.workers() {
                 let lane = format!("device {device} worker {worker}");
                 scope.spawn(move || {
                     while let Some((i, assignment)) = queue.pop() {
                         let mut own = ProveReport::default();
+                        let t = Instant::now();
                         let proof = prover.span(&lane, &format!("prove {i}"), || {
                             prover.prove_assignment(assignment, rs[i], ss[i], &lane, &mut own)
                         });
                         match proof {
                             Ok(proof) => {
+                                prover.tell(BatchProgress::Proved {
+                                    circuit: i,
+                                    took: t.elapsed(),
+                                });
                                 proofs.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(proof);
                                 report.lock().unwrap_or_else(|e| e.into_inner()).add(&own);
                             }
@@ -306,6 +311,24 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
     Ok((proofs, report))
 }
 
+/// Every prover of a batch must hold the same parameters (circuit 0 is checked against the
+/// first prover's only).
+fn same_parameters(provers: &[Prover]) -> Result<()> {
+    let p0 = provers[0].params()?;
+    let lengths = |p: &super::ProvingParameters| {
+        [p.h.len(), p.l.len(), p.a.len(), p.b_g1.len(), p.b_g2.len()]
+    };
+    for (other, prover) in provers.iter().enumerate().skip(1) {
+        let p = prover.params()?;
+        if p.vk != p0.vk || lengths(p) != lengths(p0) {
+            return Err(Error::InvalidInput(format!(
+                "prover {other} of the batch has other parameters than prover 0"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Queues circuits 0, 1, ... as their assignments arrive (in any order) from synthesis.
 /// Circuit 0 decides the shape: the parameters must fit it, and every other circuit must
 /// share it.
@@ -333,7 +356,7 @@ fn hand_over_in_order(
         match &expected {
             None => {
                 let domain = shape.constraints.max(1).next_power_of_two();
-                let params = prover.params();
+                let params = prover.params()?;
                 params.check_fits(
                     shape.inputs,
                     shape.aux,

@@ -17,6 +17,6 @@ pub mod synthesis;
 
 pub use batch::{prove, prove_batch, prove_batch_random, prove_random};
 pub use engine::{Backend, ProverConfig, ProverEngine};
-pub use params::{ParamsShape, PointCheck, ProvingParameters};
-pub use prover::{Prover, DEFAULT_WORKERS};
+pub use params::{CheckRecords, Checked, ParamsShape, PointCheck, ProvingParameters};
+pub use prover::{BatchProgress, ProgressObserver, Prover, DEFAULT_WORKERS};
 pub use report::{ProveReport, Step};

@@ -21,17 +21,22 @@ use std::fmt;
 use std::fs::{File, FileType, OpenOptions};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::ops::{Range, RangeInclusive};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::groth16::{Parameters, VerifyingKey};
-use blstrs::{Bls12, Fp, G1Affine, G2Affine};
+use blstrs::{Bls12, Fp, G1Affine, G1Projective, G2Affine, G2Projective};
 use group::prime::PrimeCurveAffine;
+use group::Group;
 use memmap2::Mmap;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
 use rayon::prelude::*;
 
 use super::circuits::SizeBounds;
+use super::synthesis::Shape;
+use crate::curve::{sample_bases, G1, G2};
 use crate::error::{Error, Result};
 
 /// How far points of `h`, `l`, `a`, `b_g1` and `b_g2` are checked (the verifying key is
@@ -115,6 +120,111 @@ impl ProvingParameters {
         Ok(params)
     }
 
+    /// Reads a `.params` file as [`PointCheck::Checked`] does, but pays for the subgroup
+    /// checks (most of the time: 47 s of the 1.1 GB Filecoin 2 KiB file on the H200 host's
+    /// 16 cores) only once per content: the points are decoded unchecked and hashed
+    /// (BLAKE3 over a private copy of each run of bytes, the copy they are decoded from, so
+    /// a file changing meanwhile cannot slip other points past the hash), and when
+    /// `records` holds the digest, those exact points passed every check before. Otherwise
+    /// they are checked now and the digest recorded. A corrupt or altered file has another
+    /// digest, so it is checked, and refused.
+    pub fn read_mmap_checked_once(path: &Path, records: &CheckRecords) -> Result<(Self, Checked)> {
+        let start = Instant::now();
+        let map = map_file(path)?;
+        let sections = Sections::split(&map)?;
+        let vk = sections.verifying_key()?;
+        let mut digests = Vec::new();
+        let mut section = |name, bytes| -> Result<Arc<Vec<G1Affine>>> {
+            let (points, digest) = decode_hashed(name, bytes)?;
+            digests.push(digest);
+            Ok(Arc::new(points))
+        };
+        let (h, l, a, b_g1) = (
+            section("h", sections.h)?,
+            section("l", sections.l)?,
+            section("a", sections.a)?,
+            section("b_g1", sections.b_g1)?,
+        );
+        let (b_g2, digest) = decode_hashed::<G2Affine>("b_g2", sections.b_g2)?;
+        digests.push(digest);
+        let params = ProvingParameters {
+            vk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2: Arc::new(b_g2),
+        };
+        let digest = combine(&digests);
+        let how = if records.holds(&digest) {
+            Checked::Before
+        } else {
+            params.check_subgroups()?;
+            records.record(&digest);
+            Checked::Now
+        };
+        log::info!(
+            "read {} ({:.2} GiB, points checked {how:?}) in {:.2} s",
+            path.display(),
+            map.len() as f64 / (1u64 << 30) as f64,
+            start.elapsed().as_secs_f64()
+        );
+        Ok((params, how))
+    }
+
+    /// Subgroup membership of every point of `h`, `l`, `a`, `b_g1` and `b_g2` (decoding
+    /// already put them on the curve), in parallel; the error names a bad point.
+    fn check_subgroups(&self) -> Result<()> {
+        fn check<P: FilePoint>(section: &'static str, points: &[P]) -> Result<()> {
+            match points
+                .par_iter()
+                .with_min_len(1024)
+                .position_any(|p| !p.on_curve_in_subgroup())
+            {
+                Some(index) => Err(Error::ParamsInvalidPoint {
+                    section,
+                    index,
+                    reason: "on the curve but not in the prime-order subgroup".into(),
+                }),
+                None => Ok(()),
+            }
+        }
+        check("h", &self.h)?;
+        check("l", &self.l)?;
+        check("a", &self.a)?;
+        check("b_g1", &self.b_g1)?;
+        check("b_g2", &self.b_g2)
+    }
+
+    /// Parameters of the right lengths for circuits of `shape`, with random points: not a
+    /// trusted setup (proofs made with them do not verify), but every prover computes the same
+    /// function of them, so timings and byte comparisons mean what they do with real
+    /// parameters, and they take seconds to make instead of a setup's minutes to hours.
+    pub fn random_for_shape(shape: &Shape, seed: u64) -> Self {
+        let domain = shape.constraints.next_power_of_two();
+        let b = shape.b_input_density + shape.b_aux_density;
+        let g1 = |k: u64, n: usize| Arc::new(sample_bases::<G1>(seed * 16 + k, n));
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let g1_point = |rng: &mut ChaCha20Rng| G1Affine::from(G1Projective::random(rng));
+        let g2_point = |rng: &mut ChaCha20Rng| G2Affine::from(G2Projective::random(rng));
+        ProvingParameters {
+            vk: VerifyingKey::<Bls12> {
+                alpha_g1: g1_point(&mut rng),
+                beta_g1: g1_point(&mut rng),
+                beta_g2: g2_point(&mut rng),
+                gamma_g2: g2_point(&mut rng),
+                delta_g1: g1_point(&mut rng),
+                delta_g2: g2_point(&mut rng),
+                ic: sample_bases::<G1>(seed * 16 + 5, shape.inputs),
+            },
+            h: g1(0, domain - 1),
+            l: g1(1, shape.aux),
+            a: g1(2, shape.inputs + shape.a_aux_density),
+            b_g1: g1(3, b),
+            b_g2: Arc::new(sample_bases::<G2>(seed * 16 + 4, b)),
+        }
+    }
+
     /// The point counts of a `.params` file, from its six counts alone (neither mapped nor
     /// decoded): what a caller checks against a circuit and the machine's memory before
     /// reading the file.
@@ -140,20 +250,7 @@ impl ProvingParameters {
     pub fn from_bytes(bytes: &[u8], check: PointCheck) -> Result<Self> {
         // Cut the input into its parts first: a bad count fails here, before any allocation.
         let sections = Sections::split(bytes)?;
-        // bellperson checks the verifying key fully in either mode and lets its six single
-        // points be the identity.
-        fn single<P: FilePoint>(section: &'static str, bytes: &[u8]) -> Result<P> {
-            decode_point(section, 0, bytes, PointCheck::Checked, false)
-        }
-        let vk = VerifyingKey {
-            alpha_g1: single("vk.alpha_g1", sections.alpha_g1)?,
-            beta_g1: single("vk.beta_g1", sections.beta_g1)?,
-            beta_g2: single("vk.beta_g2", sections.beta_g2)?,
-            gamma_g2: single("vk.gamma_g2", sections.gamma_g2)?,
-            delta_g1: single("vk.delta_g1", sections.delta_g1)?,
-            delta_g2: single("vk.delta_g2", sections.delta_g2)?,
-            ic: decode_all("vk.ic", sections.ic, PointCheck::Checked)?,
-        };
+        let vk = sections.verifying_key()?;
         Ok(ProvingParameters {
             vk,
             h: Arc::new(decode_all("h", sections.h, check)?),
@@ -394,6 +491,25 @@ impl<'a> Sections<'a> {
     }
 }
 
+impl Sections<'_> {
+    /// bellperson checks the verifying key fully in either mode and lets its six single
+    /// points be the identity.
+    fn verifying_key(&self) -> Result<VerifyingKey<Bls12>> {
+        fn single<P: FilePoint>(section: &'static str, bytes: &[u8]) -> Result<P> {
+            decode_point(section, 0, bytes, PointCheck::Checked, false)
+        }
+        Ok(VerifyingKey {
+            alpha_g1: single("vk.alpha_g1", self.alpha_g1)?,
+            beta_g1: single("vk.beta_g1", self.beta_g1)?,
+            beta_g2: single("vk.beta_g2", self.beta_g2)?,
+            gamma_g2: single("vk.gamma_g2", self.gamma_g2)?,
+            delta_g1: single("vk.delta_g1", self.delta_g1)?,
+            delta_g2: single("vk.delta_g2", self.delta_g2)?,
+            ic: decode_all("vk.ic", self.ic, PointCheck::Checked)?,
+        })
+    }
+}
+
 /// Where each part of a `.params` file lies (the points of a counted section, after its
 /// count).
 struct Parts {
@@ -568,6 +684,123 @@ fn decode_all<P: FilePoint>(
             decode_point(section, index, bytes, check, true).map(|p| *point = p)
         })?;
     Ok(points)
+}
+
+/// Points per run of [`decode_hashed`]: one private copy and one hash each.
+const HASHED_RUN: usize = 4096;
+
+/// Decodes a section unchecked (on the curve, not yet in the subgroup) and hashes it: each
+/// run of points is copied, hashed and decoded from the copy, and the section's digest is
+/// the hash of its count and its runs' hashes in order.
+fn decode_hashed<P: FilePoint>(
+    section: &'static str,
+    bytes: &[u8],
+) -> Result<(Vec<P>, blake3::Hash)> {
+    let count = bytes.len() / P::SIZE;
+    let mut points = Vec::with_capacity(count);
+    points.par_extend(rayon::iter::repeat_n(P::default(), count));
+    let runs: Vec<blake3::Hash> = points
+        .par_chunks_mut(HASHED_RUN)
+        .zip(bytes.par_chunks(HASHED_RUN * P::SIZE))
+        .enumerate()
+        .map(|(run, (points, bytes))| {
+            let copy = bytes.to_vec();
+            for (i, (point, bytes)) in points
+                .iter_mut()
+                .zip(copy.chunks_exact(P::SIZE))
+                .enumerate()
+            {
+                let index = run * HASHED_RUN + i;
+                *point = decode_point(section, index, bytes, PointCheck::Unchecked, true)?;
+            }
+            Ok(blake3::hash(&copy))
+        })
+        .collect::<Result<_>>()?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(section.as_bytes());
+    hasher.update(&(count as u64).to_le_bytes());
+    runs.iter().for_each(|run| {
+        hasher.update(run.as_bytes());
+    });
+    Ok((points, hasher.finalize()))
+}
+
+fn combine(digests: &[blake3::Hash]) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    digests.iter().for_each(|d| {
+        hasher.update(d.as_bytes());
+    });
+    hasher.finalize()
+}
+
+/// How [`ProvingParameters::read_mmap_checked_once`] knew the points were in their subgroups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// These exact points passed the checks in an earlier read (a record says so).
+    Before,
+    /// Checked in this read (and recorded, where the records folder is writable).
+    Now,
+}
+
+/// Digests of parameter contents whose points passed every check: one empty file per
+/// digest in a folder of the user's cache. Whoever can write there could vouch for a bad
+/// file, as whoever can write the parameters could replace them; keep it the user's own.
+#[derive(Clone, Debug)]
+pub struct CheckRecords {
+    dir: Option<PathBuf>,
+}
+
+impl CheckRecords {
+    pub fn in_folder(dir: PathBuf) -> Self {
+        CheckRecords { dir: Some(dir) }
+    }
+
+    /// `checked-params` in the user's cache ([`user_cache_dir`]); none (every read checks)
+    /// when there is no cache folder.
+    pub fn default_location() -> Self {
+        CheckRecords {
+            dir: user_cache_dir().map(|d| d.join("checked-params")),
+        }
+    }
+
+    /// Remembers nothing: every read checks every point.
+    pub fn none() -> Self {
+        CheckRecords { dir: None }
+    }
+
+    fn path(&self, digest: &blake3::Hash) -> Option<PathBuf> {
+        Some(self.dir.as_ref()?.join(format!("v1-{}", digest.to_hex())))
+    }
+
+    fn holds(&self, digest: &blake3::Hash) -> bool {
+        self.path(digest).is_some_and(|p| p.is_file())
+    }
+
+    /// Best effort: a folder that cannot be written costs the next read its checks, not
+    /// this one its proof.
+    fn record(&self, digest: &blake3::Hash) {
+        let (Some(dir), Some(path)) = (&self.dir, self.path(digest)) else {
+            return;
+        };
+        let temporary = dir.join(format!(".{}.{}.tmp", digest.to_hex(), std::process::id()));
+        let written = std::fs::create_dir_all(dir)
+            .and_then(|()| File::create(&temporary))
+            .and_then(|_| std::fs::rename(&temporary, &path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temporary);
+            log::warn!("cannot record checked parameters in {}: {e}", dir.display());
+        }
+    }
+}
+
+/// The user's cache folder for this crate: `$WGPU_GROTH16_PARAMS_CACHE`,
+/// `$XDG_CACHE_HOME/wgpu-groth16` or `~/.cache/wgpu-groth16`.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v: &std::ffi::OsString| !v.is_empty());
+    var("WGPU_GROTH16_PARAMS_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("wgpu-groth16")))
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/wgpu-groth16")))
 }
 
 /// Why blst refused an encoding, retracing its checks in order (error path only).

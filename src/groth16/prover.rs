@@ -9,8 +9,9 @@
 //! and redoes it on the CPU if the GPU fails. Batches, and the `prove*` entry points, are in
 //! `batch.rs`.
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
@@ -22,7 +23,7 @@ use super::synthesis::ProvingAssignment;
 use crate::curve::{G1, G2};
 use crate::gpu::waits::Stage;
 use crate::timeline::Timeline;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Proofs of a batch in flight per device unless [`Prover::with_workers`] says otherwise.
 /// H200, 2^22 constraints, batches of 30: two workers keep the GPU busy between compute
@@ -32,14 +33,78 @@ pub const DEFAULT_WORKERS: usize = 2;
 
 /// Proves circuits with one parameter set, keeping the bases on the device across proofs.
 pub struct Prover {
-    params: ProvingParameters,
+    params: ParamsSlot,
     engine: Arc<ProverEngine>,
-    /// The bases on the engine's device, when they fit its VRAM budget.
-    resident: Option<ResidentParams>,
     timeline: Option<Arc<Timeline>>,
+    /// Told when each circuit of a batch is synthesized and proved.
+    progress: Option<Arc<ProgressObserver>>,
     /// Proofs of a batch in flight at once on this device.
     workers: usize,
 }
+
+/// The parameters, with their bases on the engine's device when they fit its VRAM budget.
+struct Loaded {
+    params: ProvingParameters,
+    resident: Option<ResidentParams>,
+}
+
+/// A prover's parameters: there from the start, or from a loader thread that a proof waits
+/// for only when it first needs them (after its synthesis).
+struct ParamsSlot {
+    /// The loaded parameters, or why they could not be loaded.
+    ready: OnceLock<std::result::Result<Loaded, String>>,
+    loader: Mutex<Option<JoinHandle<Result<Loaded>>>>,
+}
+
+impl ParamsSlot {
+    fn ready(loaded: Loaded) -> Self {
+        ParamsSlot {
+            ready: OnceLock::from(Ok(loaded)),
+            loader: Mutex::new(None),
+        }
+    }
+
+    /// The parameters, once loaded. The first caller after a failed load gets the loader's
+    /// own error, later ones its message.
+    fn get(&self) -> Result<&Loaded> {
+        if self.ready.get().is_none() {
+            let mut loader = self.loader.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(handle) = loader.take() {
+                let loaded = handle.join().unwrap_or_else(|_| {
+                    Err(Error::Internal("the parameter loader panicked".into()))
+                });
+                match loaded {
+                    Ok(loaded) => {
+                        let _ = self.ready.set(Ok(loaded));
+                    }
+                    Err(e) => {
+                        let _ = self.ready.set(Err(e.to_string()));
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        match self.ready.get() {
+            Some(Ok(loaded)) => Ok(loaded),
+            Some(Err(why)) => Err(Error::ParamsLoad(why.clone())),
+            None => Err(Error::Internal(
+                "parameters neither loaded nor loading".into(),
+            )),
+        }
+    }
+}
+
+/// What a batch tells a [`Prover::with_progress`] observer, from the thread that did it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchProgress {
+    /// Circuit `circuit` of the batch is synthesized, in `took`.
+    Synthesized { circuit: usize, took: Duration },
+    /// Circuit `circuit`'s proof is done, `took` after its proving began.
+    Proved { circuit: usize, took: Duration },
+}
+
+/// An observer of [`BatchProgress`]; it must return quickly (it runs on the batch's threads).
+pub type ProgressObserver = dyn Fn(BatchProgress) + Send + Sync;
 
 impl Prover {
     pub fn new(params: impl Into<ProvingParameters>, config: &ProverConfig) -> Result<Self> {
@@ -54,18 +119,53 @@ impl Prover {
         engine: Arc<ProverEngine>,
         resident_bases_budget: Option<u64>,
     ) -> Result<Self> {
-        let params = params.into();
+        let loaded = Self::load(&engine, params.into(), resident_bases_budget)?;
+        Ok(Self::with_slot(ParamsSlot::ready(loaded), engine))
+    }
+
+    /// A prover whose parameters `load` makes on a thread of its own, and whose bases go to
+    /// the device from there, while proofs start: a batch synthesizes its circuits
+    /// meanwhile and waits for the parameters only when a proof first needs them. A failed
+    /// load fails the proofs that wait for it.
+    pub fn loading(
+        engine: Arc<ProverEngine>,
+        resident_bases_budget: Option<u64>,
+        load: impl FnOnce() -> Result<ProvingParameters> + Send + 'static,
+    ) -> Result<Self> {
+        let on_device = engine.clone();
+        let loader = std::thread::Builder::new()
+            .name("parameters".into())
+            .spawn(move || Self::load(&on_device, load()?, resident_bases_budget))
+            .map_err(|e| Error::Internal(format!("cannot start the parameter loader: {e}")))?;
+        Ok(Self::with_slot(
+            ParamsSlot {
+                ready: OnceLock::new(),
+                loader: Mutex::new(Some(loader)),
+            },
+            engine,
+        ))
+    }
+
+    fn load(
+        engine: &ProverEngine,
+        params: ProvingParameters,
+        resident_bases_budget: Option<u64>,
+    ) -> Result<Loaded> {
         let resident = match engine.usable_gpu() {
             Some(gpu) => gpu.keep_resident(&params, resident_bases_budget)?,
             None => None,
         };
-        Ok(Prover {
+        Ok(Loaded { params, resident })
+    }
+
+    fn with_slot(params: ParamsSlot, engine: Arc<ProverEngine>) -> Self {
+        Prover {
             params,
             engine,
-            resident,
             timeline: None,
+            progress: None,
             workers: DEFAULT_WORKERS,
-        })
+        }
     }
 
     /// Records every stage of every proof in `timeline` (see [`Timeline::write_chrome_trace`]).
@@ -74,8 +174,21 @@ impl Prover {
         self
     }
 
-    pub fn params(&self) -> &ProvingParameters {
-        &self.params
+    /// Tells `observer` as each circuit of a batch is synthesized and proved (progress lines).
+    pub fn with_progress(mut self, observer: Arc<ProgressObserver>) -> Self {
+        self.progress = Some(observer);
+        self
+    }
+
+    pub(super) fn tell(&self, event: BatchProgress) {
+        if let Some(observer) = &self.progress {
+            observer(event);
+        }
+    }
+
+    /// The parameters, waiting for them if they are still loading ([`Self::loading`]).
+    pub fn params(&self) -> Result<&ProvingParameters> {
+        Ok(&self.params.get()?.params)
     }
 
     pub fn engine(&self) -> &Arc<ProverEngine> {
@@ -99,13 +212,16 @@ impl Prover {
         if budget == u64::MAX {
             return self.workers;
         }
-        let Ok((per_proof, workspaces)) = gpu.proof_bytes(&self.params) else {
+        let Ok(loaded) = self.params.get() else {
             return self.workers;
         };
-        let resident = self
+        let Ok((per_proof, workspaces)) = gpu.proof_bytes(&loaded.params) else {
+            return self.workers;
+        };
+        let resident = loaded
             .resident
             .as_ref()
-            .map_or(0, |_| ResidentParams::bytes(&self.params));
+            .map_or(0, |_| ResidentParams::bytes(&loaded.params));
         let room = budget.saturating_sub(resident + workspaces);
         let fitting = (room / per_proof.max(1)).max(1) as usize;
         if fitting < self.workers {
@@ -158,7 +274,7 @@ impl Prover {
         // done off this worker, whose next proof can start now.
         rayon::spawn(move || drop(assignment));
 
-        let vk = &self.params.vk;
+        let vk = &self.params.get()?.params.vk;
         self.step(lane, Step::Assembly, report, || {
             // The same terms in the same order as bellperson's native prover.
             let g_a = vk.delta_g1 * r + vk.alpha_g1 + msm.a;
@@ -207,7 +323,8 @@ impl Prover {
             b_aux_density,
             ..
         } = assignment;
-        let (params, resident) = (&self.params, self.resident.as_ref());
+        let loaded = self.params.get()?;
+        let (params, resident) = (&loaded.params, loaded.resident.as_ref());
 
         // A proof's vectors live to its end, and go back to the pool together.
         let (mut abc, l_scalars) = {

@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use wgpu_groth16::groth16::params::file_kind;
+use crate::groth16::params::file_kind;
 
 use crate::cli::{CliError, CliResult};
 

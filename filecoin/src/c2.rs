@@ -1,0 +1,234 @@
+//! `c2`: a sector's C1 output in, its PoRep proof out, checked by filecoin-proofs'
+//! `verify_seal` before it is written. Progress goes to stderr, one line per partition
+//! step; the result to stdout (one JSON document with `--json`).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use ff::Field;
+use rand_core::OsRng;
+use serde_json::json;
+use wgpu_groth16::cli::output::{stage, Output, OutputPlan};
+use wgpu_groth16::cli::prove::{open_engine, vram_budget};
+use wgpu_groth16::cli::{memory, software_adapter_note, CliError, DeviceArgs};
+use wgpu_groth16::groth16::{BatchProgress, Checked, ProvingParameters};
+use wgpu_groth16::timeline::Timeline;
+use wgpu_groth16_filecoin::c1::{parse_prover_id, prover_id_of_miner, C1Output};
+use wgpu_groth16_filecoin::error::sector_size_name;
+use wgpu_groth16_filecoin::params::SealParamsFiles;
+use wgpu_groth16_filecoin::{Error, SealCommit};
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("prover").required(true).args(["prover_id", "miner_id"])))]
+pub struct C2Args {
+    /// The C1 output: filecoin-proofs-api's JSON (lotus-bench, filecoin-ffi) or Curio's
+    /// wrapper {"SectorNum", "Phase1Out", "SectorSize"}.
+    #[arg(long)]
+    c1: PathBuf,
+    /// The prover id, 64 hexadecimal digits.
+    #[arg(long)]
+    prover_id: Option<String>,
+    /// The miner actor id (f0N), from which the prover id is made as Lotus makes it.
+    #[arg(long)]
+    miner_id: Option<u64>,
+    /// The sector number (optional with Curio's wrapper, which carries it).
+    #[arg(long)]
+    sector_id: Option<u64>,
+    /// Where to write the proof: what seal_commit_phase2 returns (192 bytes a partition).
+    #[arg(long)]
+    out: PathBuf,
+    /// Write a Chrome / Perfetto trace of every partition's stages to this file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Device memory the prover may use, in MiB (default: the device's).
+    #[arg(long)]
+    vram_budget_mib: Option<u64>,
+}
+
+/// A `c2` failure: exit status 1 when the proof failed `verify_seal`, 2 otherwise.
+#[derive(Debug)]
+pub enum C2Error {
+    Filecoin(Error),
+    Cli(CliError),
+}
+
+impl C2Error {
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            C2Error::Filecoin(Error::Verification { .. }) => 1,
+            _ => 2,
+        }
+    }
+}
+
+impl fmt::Display for C2Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            C2Error::Filecoin(e) => e.fmt(f),
+            C2Error::Cli(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<Error> for C2Error {
+    fn from(e: Error) -> Self {
+        C2Error::Filecoin(e)
+    }
+}
+
+impl From<CliError> for C2Error {
+    fn from(e: CliError) -> Self {
+        C2Error::Cli(e)
+    }
+}
+
+impl From<wgpu_groth16::Error> for C2Error {
+    fn from(e: wgpu_groth16::Error) -> Self {
+        C2Error::Filecoin(e.into())
+    }
+}
+
+fn seconds(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error> {
+    let start = Instant::now();
+    let mut out = Output::new(json);
+    let mut plan = OutputPlan::new();
+    plan.input("--c1", &args.c1);
+    let proof_file = plan.output("--out", &args.out);
+    let trace_file = args.trace.as_deref().map(|p| plan.output("--trace", p));
+    let mut files = plan.reserve()?;
+    let budget = vram_budget(args.vram_budget_mib)?;
+
+    // Everything about the inputs is checked before a parameter is read.
+    let prover_id = match (&args.prover_id, args.miner_id) {
+        (Some(hex), _) => parse_prover_id(hex)?,
+        (None, Some(miner)) => prover_id_of_miner(miner),
+        (None, None) => unreachable!("clap requires one of them"),
+    };
+    let c1 = C1Output::read(&args.c1)?;
+    let sector_id = c1.sector_id(args.sector_id)?;
+    let commit = SealCommit::new(c1.phase1, prover_id, sector_id)?;
+    let (checked, vanilla_time) = stage("checking the vanilla proofs", || {
+        commit.check_vanilla_proofs()
+    });
+    checked?;
+    let proof_kind = commit.registered_proof();
+    let sector_size = sector_size_name(commit.sector_size());
+    let partitions = commit.partitions();
+    out.fact(
+        "sector",
+        json!({
+            "sector_id": u64::from(sector_id),
+            "proof": format!("{proof_kind:?}"),
+            "sector_size": commit.sector_size(),
+            "partitions": partitions,
+        }),
+        format!(
+            "sector {}: {proof_kind:?} ({sector_size}), {partitions} partition(s); vanilla proofs hold ({:.3} s)",
+            u64::from(sector_id),
+            vanilla_time.as_secs_f64()
+        ),
+    );
+
+    let files_needed = SealParamsFiles::locate(proof_kind)?;
+    files_needed.check_present()?;
+    let shape = ProvingParameters::read_shape(&files_needed.params)
+        .map_err(|e| files_needed.params_error(e))?;
+    commit.check_params_shape(&files_needed, &shape)?;
+    memory::check(
+        &format!("proving a {sector_size} sector"),
+        shape.point_bytes(),
+        &format!(
+            "{} for the parameters' points",
+            memory::bytes(shape.point_bytes())
+        ),
+    )?;
+    let engine = open_engine(&device.selector()?, budget)?;
+    if let Some(note) = engine.device().and_then(software_adapter_note) {
+        out.fact("note", note.as_str(), format!("note: {note}"));
+    }
+    let ready = Arc::new(OnceLock::new());
+    let prover = {
+        let ready = ready.clone();
+        files_needed.prover(engine.clone(), budget, move |r| {
+            let _ = ready.set(r);
+        })?
+    };
+    let timeline = args.trace.as_ref().map(|_| Arc::new(Timeline::new()));
+    let mut prover = prover.with_progress(Arc::new(move |event| {
+        let (what, circuit, took) = match event {
+            BatchProgress::Synthesized { circuit, took } => ("synthesized", circuit, took),
+            BatchProgress::Proved { circuit, took } => ("proved", circuit, took),
+        };
+        eprintln!(
+            "c2: partition {}/{partitions} {what} in {:.2} s",
+            circuit + 1,
+            took.as_secs_f64()
+        );
+    }));
+    if let Some(timeline) = &timeline {
+        prover = prover.with_timeline(timeline.clone());
+    }
+
+    let t = Instant::now();
+    let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
+    let (rs, ss) = (draw(), draw());
+    let proofs = commit.prove_partitions(&prover, &rs, &ss)?;
+    let prove_time = t.elapsed();
+    let bytes = commit.proof_bytes(&proofs)?;
+    let (verified, verify_time) = stage("verify_seal", || commit.verify(&bytes));
+    verified?;
+
+    files.write(proof_file, |w| w.write_all(&bytes))?;
+    if let (Some(slot), Some(timeline)) = (trace_file, &timeline) {
+        files.write(slot, |w| timeline.write_chrome_trace(w))?;
+    }
+    files.commit()?;
+    let total = start.elapsed();
+    out.fact(
+        "backend",
+        engine.describe(),
+        format!("prover: {}", engine.describe()),
+    );
+    let params = ready.get().copied();
+    let checked = params.map(|r| match r.checked {
+        Checked::Before => "their points checked before (same content)",
+        Checked::Now => "every point checked now",
+    });
+    out.fact(
+        "seconds",
+        json!({
+            "vanilla_check": seconds(vanilla_time),
+            "parameters_ready": params.map(|r| seconds(r.read)),
+            "prove": seconds(prove_time),
+            "verify_seal": seconds(verify_time),
+            "total": seconds(total),
+        }),
+        format!(
+            "parameters ready {:.2} s after opening ({}), beside synthesis; proving {:.2} s, \
+             verify_seal {:.3} s, total {:.2} s",
+            params.map_or(f64::NAN, |r| r.read.as_secs_f64()),
+            checked.unwrap_or("?"),
+            prove_time.as_secs_f64(),
+            verify_time.as_secs_f64(),
+            total.as_secs_f64()
+        ),
+    );
+    out.fact(
+        "proof",
+        json!({ "path": args.out.display().to_string(), "bytes": bytes.len() }),
+        format!(
+            "proof: {} bytes, verify_seal accepts it, written to {}",
+            bytes.len(),
+            args.out.display()
+        ),
+    );
+    out.finish();
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! Filecoin's SNARKs on wgpu-groth16: a storage provider's PoRep C2 (seal commit phase 2)
+//! from the C1 output that lotus-bench, filecoin-ffi or Curio write, proved through
+//! wgpu-groth16's batch pipeline with the parameters resident, giving the bytes
+//! filecoin-proofs' `seal_commit_phase2` gives.
+//!
+//! [`c1`] reads phase-1 outputs (filecoin-proofs-api's JSON, and Curio's wrapper of it);
+//! [`params`] finds a seal proof's parameter files where filecoin-proofs looks for them;
+//! [`porep`] checks a phase-1 output against its sector, builds the partitions' circuits
+//! with filecoin-proofs' own code, proves them and verifies the result with the stack;
+//! [`sealing`] makes small sectors and seeded parameters for tests and benchmarks.
+
+/// Runs `$body` with `$tree` naming the Merkle tree type of seal proofs of `$size` bytes
+/// (a registered seal proof's sector size; any other is a bug, as for filecoin-proofs'
+/// own `with_shape!`).
+#[macro_export]
+macro_rules! with_tree {
+    ($size:expr, $tree:ident => $body:expr) => {{
+        use filecoin_proofs::constants as sizes;
+        match $size {
+            sizes::SECTOR_SIZE_2_KIB => {
+                type $tree = sizes::SectorShape2KiB;
+                $body
+            }
+            sizes::SECTOR_SIZE_8_MIB => {
+                type $tree = sizes::SectorShape8MiB;
+                $body
+            }
+            sizes::SECTOR_SIZE_512_MIB => {
+                type $tree = sizes::SectorShape512MiB;
+                $body
+            }
+            sizes::SECTOR_SIZE_32_GIB => {
+                type $tree = sizes::SectorShape32GiB;
+                $body
+            }
+            sizes::SECTOR_SIZE_64_GIB => {
+                type $tree = sizes::SectorShape64GiB;
+                $body
+            }
+            other => unreachable!("no registered seal proof has {other}-byte sectors"),
+        }
+    }};
+}
+
+pub mod c1;
+pub mod error;
+pub mod params;
+pub mod porep;
+pub mod sealing;
+
+pub use error::{Error, Result};
+pub use porep::{seal_commit_phase2, SealCommit};

@@ -1,0 +1,253 @@
+//! `seal`, `setup` and `bench c2`: what a test or a benchmark of `c2` needs and a storage
+//! provider's tools would otherwise make (a C1 output, parameters), and the side-by-side
+//! run against filecoin-proofs' own prover.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use base64::Engine as _;
+use blstrs::Scalar;
+use ff::Field;
+use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use serde_json::json;
+use wgpu_groth16::cli::output::{stage, Output, OutputPlan};
+use wgpu_groth16::cli::prove::open_engine;
+use wgpu_groth16::cli::{CliError, DeviceArgs};
+use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
+use wgpu_groth16_filecoin::error::sector_size_name;
+use wgpu_groth16_filecoin::params::SealParamsFiles;
+use wgpu_groth16_filecoin::sealing::{generate_parameters, seal_random_sector};
+use wgpu_groth16_filecoin::{seal_commit_phase2, SealCommit};
+
+use crate::c2::C2Error;
+
+/// A registered seal proof by its filecoin-proofs-api name, e.g. `StackedDrg2KiBV1_1`.
+pub fn parse_proof(name: &str) -> Result<RegisteredSealProof, String> {
+    serde_json::from_value(json!(name)).map_err(|_| {
+        format!("{name:?} is not a registered seal proof (e.g. StackedDrg2KiBV1_1, StackedDrg32GiBV1_1)")
+    })
+}
+
+#[derive(clap::Args)]
+pub struct SealArgs {
+    /// The registered seal proof, e.g. StackedDrg2KiBV1_1.
+    #[arg(long, value_parser = parse_proof)]
+    proof: RegisteredSealProof,
+    #[arg(long)]
+    miner_id: u64,
+    #[arg(long)]
+    sector_id: u64,
+    /// Seed of the sector's data, ticket and challenge seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Folder for the sector's files (staged, sealed, cache).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Where to write the C1 output.
+    #[arg(long)]
+    out: PathBuf,
+    /// Write Curio's wrapper {"SectorNum", "Phase1Out", "SectorSize"} instead of the bare output.
+    #[arg(long)]
+    curio: bool,
+}
+
+pub fn seal(args: &SealArgs, json: bool) -> Result<(), C2Error> {
+    let mut out = Output::new(json);
+    let mut plan = OutputPlan::new();
+    let c1_file = plan.output("--out", &args.out);
+    let mut files = plan.reserve()?;
+    let (phase1, took) = stage("sealing", || {
+        seal_random_sector(
+            args.proof,
+            &args.dir,
+            prover_id_of_miner(args.miner_id),
+            SectorId::from(args.sector_id),
+            args.seed,
+        )
+    });
+    let phase1 = phase1?;
+    let bare = serde_json::to_vec(&phase1).map_err(|e| CliError::Invalid(e.to_string()))?;
+    let bytes = if args.curio {
+        serde_json::to_vec(&json!({
+            "SectorNum": args.sector_id,
+            "Phase1Out": base64::engine::general_purpose::STANDARD.encode(&bare),
+            "SectorSize": u64::from(args.proof.sector_size()),
+        }))
+        .map_err(|e| CliError::Invalid(e.to_string()))?
+    } else {
+        bare
+    };
+    files.write(c1_file, |w| w.write_all(&bytes))?;
+    files.commit()?;
+    out.fact(
+        "c1",
+        json!({ "path": args.out.display().to_string(), "bytes": bytes.len(), "seconds": took.as_secs_f64() }),
+        format!(
+            "sealed a {} sector ({:?}) in {:.2} s; C1 output ({} bytes) written to {}",
+            sector_size_name(u64::from(args.proof.sector_size())),
+            args.proof,
+            took.as_secs_f64(),
+            bytes.len(),
+            args.out.display()
+        ),
+    );
+    out.finish();
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct SetupArgs {
+    /// The registered seal proof, e.g. StackedDrg2KiBV1_1.
+    #[arg(long, value_parser = parse_proof)]
+    proof: RegisteredSealProof,
+    /// Seed of the setup's randomness (so not the ceremony's parameters: for tests and
+    /// benchmarks only).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Writes the proof's `.params` and `.vk` where filecoin-proofs looks for them, both or
+/// neither.
+pub fn setup(args: &SetupArgs, json: bool) -> Result<(), C2Error> {
+    let mut out = Output::new(json);
+    let located = SealParamsFiles::locate(args.proof)?;
+    let mut plan = OutputPlan::new();
+    let params_file = plan.output("parameters", &located.params);
+    let vk_file = plan.output("verifying key", &located.vk);
+    let mut files = plan.reserve()?;
+    let (params, took) = stage("generating parameters", || {
+        generate_parameters(args.proof, args.seed)
+    });
+    let params = params?;
+    files.write(params_file, |w| params.write(w))?;
+    files.write(vk_file, |w| params.vk.write(w))?;
+    files.commit()?;
+    out.fact(
+        "parameters",
+        json!({
+            "params": located.params.display().to_string(),
+            "vk": located.vk.display().to_string(),
+            "seconds": took.as_secs_f64(),
+        }),
+        format!(
+            "made the parameters of {:?} in {:.1} s (seed {}: not the ceremony's): {} and {}",
+            args.proof,
+            took.as_secs_f64(),
+            args.seed,
+            located.params.display(),
+            located.vk.display()
+        ),
+    );
+    out.finish();
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct BenchC2Args {
+    /// The C1 output.
+    #[arg(long)]
+    c1: PathBuf,
+    #[arg(long)]
+    miner_id: u64,
+    /// The sector number (optional with Curio's wrapper).
+    #[arg(long)]
+    sector_id: Option<u64>,
+    /// Proofs on our prover after the first (the parameters stay loaded).
+    #[arg(long, default_value_t = 2)]
+    runs: usize,
+    /// Skip filecoin-proofs' own seal_commit_phase2 (CPU).
+    #[arg(long)]
+    no_baseline: bool,
+}
+
+/// Ours beside filecoin-proofs' `seal_commit_phase2` (bellperson on the CPU: this build has
+/// no CUDA or OpenCL), on one C1 output, both through `verify_seal`.
+pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> {
+    let c1 = C1Output::read(&args.c1)?;
+    let sector_id = c1.sector_id(args.sector_id)?;
+    let prover_id = prover_id_of_miner(args.miner_id);
+    let commit = SealCommit::new(c1.phase1.clone(), prover_id, sector_id)?;
+    let files = SealParamsFiles::locate(commit.registered_proof())?;
+    println!(
+        "{:?}, {} partition(s); times in seconds",
+        commit.registered_proof(),
+        commit.partitions()
+    );
+    println!("| prover | run | engine open | parameters ready (after opening) | seal_commit_phase2 (vanilla check, proof, verify_seal) | bytes | verify_seal |");
+    println!("|---|---|---|---|---|---|---|");
+    let t = Instant::now();
+    let engine = open_engine(&device.selector()?, None)?;
+    let engine_time = t.elapsed();
+    let ready = Arc::new(OnceLock::new());
+    let prover = {
+        let ready = ready.clone();
+        files.prover(engine.clone(), None, move |r| {
+            let _ = ready.set(r);
+        })?
+    };
+    for run in 0..=args.runs {
+        let t = Instant::now();
+        let proof = seal_commit_phase2(&commit, &prover)?;
+        let took = t.elapsed();
+        let params = match (run, ready.get()) {
+            (0, Some(r)) => format!("{:.2} (checked {:?})", r.read.as_secs_f64(), r.checked),
+            _ => "loaded".into(),
+        };
+        println!(
+            "| ours ({}) | {run} | {:.2} | {params} | {:.2} | {} | accepts |",
+            engine.describe(),
+            if run == 0 {
+                engine_time.as_secs_f64()
+            } else {
+                0.0
+            },
+            took.as_secs_f64(),
+            proof.len()
+        );
+    }
+    // Byte equality with filecoin-proofs' prover (bellperson) given the same r and s.
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    let mut draw = || -> Vec<Scalar> {
+        (0..commit.partitions())
+            .map(|_| Scalar::random(&mut rng))
+            .collect()
+    };
+    let (rs, ss) = (draw(), draw());
+    let t = Instant::now();
+    let ours = commit.proof_bytes(&commit.prove_partitions(&prover, &rs, &ss)?)?;
+    let ours_time = t.elapsed();
+    let params = prover.params()?.to_bellperson();
+    let t = Instant::now();
+    let theirs = commit.proof_bytes(&commit.prove_with_bellperson(&params, &rs, &ss)?)?;
+    let theirs_time = t.elapsed();
+    commit.verify(&ours)?;
+    println!(
+        "\nsame r, s: ours {:.2} s, bellperson create_proof_batch {:.2} s ({} threads); bytes {}",
+        ours_time.as_secs_f64(),
+        theirs_time.as_secs_f64(),
+        rayon::current_num_threads(),
+        if ours == theirs { "equal" } else { "DIFFER" }
+    );
+    if ours != theirs {
+        return Err(CliError::Invalid("our proof differs from bellperson's".into()).into());
+    }
+    if !args.no_baseline {
+        let t = Instant::now();
+        let output = filecoin_proofs_api::seal::seal_commit_phase2(c1.phase1, prover_id, sector_id)
+            .map_err(wgpu_groth16_filecoin::Error::from)?;
+        let took = t.elapsed();
+        // The stack verified it inside (it never returns a proof that does not verify);
+        // checked again the same way as ours.
+        commit.verify(&output.proof)?;
+        println!(
+            "| filecoin-proofs (bellperson, CPU, {} threads) | 0 | - | (inside) | {:.2} | {} | accepts |",
+            rayon::current_num_threads(),
+            took.as_secs_f64(),
+            output.proof.len()
+        );
+    }
+    Ok(())
+}

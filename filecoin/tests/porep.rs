@@ -1,0 +1,125 @@
+//! PoRep C2 of a real 2 KiB sector: our proof equals bellperson's `create_proof_batch` on
+//! the same circuits (filecoin-proofs' own), parameters and r, s, byte for byte; and what
+//! `SealCommit` refuses.
+//!
+//! The parameters have the real circuit's shape with random points (a real setup of this
+//! circuit takes ~20 min on 2 cores): every prover computes the same function of them, so
+//! byte equality means what it means with real parameters. Proofs made with them do not
+//! verify, which the CLI tests use for the refusal path.
+
+mod common;
+
+use bellperson::Circuit;
+use blstrs::Scalar;
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use wgpu_groth16::groth16::synthesis::synthesize;
+use wgpu_groth16::groth16::{Backend, Prover, ProverConfig, ProvingParameters};
+use wgpu_groth16_filecoin::params::SealParamsFiles;
+use wgpu_groth16_filecoin::porep::{PartitionCircuits, PARTITION_PROOF_BYTES};
+use wgpu_groth16_filecoin::{Error, SealCommit};
+
+struct ShapeOfFirst;
+impl PartitionCircuits for ShapeOfFirst {
+    type Output = wgpu_groth16::groth16::synthesis::Shape;
+    fn run<C: Circuit<Scalar> + Send>(
+        self,
+        mut circuits: Vec<C>,
+    ) -> wgpu_groth16_filecoin::Result<Self::Output> {
+        Ok(synthesize(circuits.remove(0))?.shape())
+    }
+}
+
+fn commit() -> SealCommit {
+    let sealed = common::sealed();
+    SealCommit::new(sealed.phase1.clone(), sealed.prover_id, sealed.sector_id).expect("a valid C1")
+}
+
+#[test]
+fn the_2kib_partition_proof_equals_bellperson_byte_for_byte() {
+    let commit = commit();
+    commit.check_vanilla_proofs().expect("vanilla proofs hold");
+    assert_eq!(commit.partitions(), 1);
+    let shape = commit.with_circuits(ShapeOfFirst).expect("circuits");
+    let params = ProvingParameters::random_for_shape(&shape, 2048);
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    let rs = vec![Scalar::random(&mut rng)];
+    let ss = vec![Scalar::random(&mut rng)];
+    let theirs = commit
+        .prove_with_bellperson(&params.to_bellperson(), &rs, &ss)
+        .expect("bellperson");
+    let expected = commit.proof_bytes(&theirs).expect("bytes");
+    assert_eq!(expected.len(), PARTITION_PROOF_BYTES);
+    // Both engines, the GPU one on lavapipe in CI (its absence fails the test there).
+    for backend in [Backend::Cpu, Backend::Gpu(Default::default())] {
+        let name = format!("{backend:?}");
+        let config = ProverConfig {
+            backend,
+            ..Default::default()
+        };
+        // The parameters' points are shared (Arc), not copied.
+        let prover = Prover::new(params.clone(), &config).expect("prover");
+        let proofs = commit
+            .prove_partitions(&prover, &rs, &ss)
+            .expect("our proof");
+        let ours = commit.proof_bytes(&proofs).expect("bytes");
+        assert!(
+            ours == expected,
+            "our C2 proof on {name} differs from bellperson's"
+        );
+    }
+
+    // The parameters are not a setup, so verify_seal must refuse the proof, with their
+    // verifying key where the stack looks for it.
+    let files = SealParamsFiles::locate(common::PROOF).expect("paths");
+    let mut vk = Vec::new();
+    params.vk.write(&mut vk).expect("vk bytes");
+    std::fs::write(&files.vk, vk).expect("vk file");
+    let err = commit.verify(&expected).unwrap_err();
+    assert!(matches!(err, Error::Verification { .. }), "{err}");
+}
+
+#[test]
+fn a_wrong_sector_id_or_prover_id_is_refused_before_proving() {
+    let sealed = common::sealed();
+    let other_sector = filecoin_proofs_api::SectorId::from(common::SECTOR_ID + 1);
+    let err = SealCommit::new(sealed.phase1.clone(), sealed.prover_id, other_sector).unwrap_err();
+    assert!(matches!(err, Error::C1Mismatch { .. }), "{err}");
+    assert!(err.to_string().contains("sector 8"), "{err}");
+    let other_prover = wgpu_groth16_filecoin::c1::prover_id_of_miner(common::MINER_ID + 1);
+    let err = SealCommit::new(sealed.phase1.clone(), other_prover, sealed.sector_id).unwrap_err();
+    assert!(matches!(err, Error::C1Mismatch { .. }), "{err}");
+}
+
+#[test]
+fn vanilla_proofs_that_do_not_match_the_commitments_are_refused() {
+    let sealed = common::sealed();
+    let mut phase1 = sealed.phase1.clone();
+    // Another sector's commitment: the replica id binds comm_d, so change comm_r only.
+    phase1.comm_r[0] ^= 1;
+    let commit = SealCommit::new(phase1, sealed.prover_id, sealed.sector_id).expect("reads");
+    let err = commit.check_vanilla_proofs().unwrap_err();
+    assert!(matches!(err, Error::C1Mismatch { .. }), "{err}");
+}
+
+#[test]
+fn an_output_relabelled_as_another_sector_size_is_refused() {
+    let sealed = common::sealed();
+    let mut phase1 = sealed.phase1.clone();
+    phase1.registered_proof = filecoin_proofs_api::RegisteredSealProof::StackedDrg8MiBV1_1;
+    let err = SealCommit::new(phase1, sealed.prover_id, sealed.sector_id).unwrap_err();
+    assert!(
+        matches!(err, Error::C1Mismatch { .. }) && err.to_string().contains("8 MiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn zero_commitments_are_refused() {
+    let sealed = common::sealed();
+    let mut phase1 = sealed.phase1.clone();
+    phase1.seed = [0; 32];
+    let err = SealCommit::new(phase1, sealed.prover_id, sealed.sector_id).unwrap_err();
+    assert!(err.to_string().contains("seed is all zeros"), "{err}");
+}
