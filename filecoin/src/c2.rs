@@ -18,8 +18,8 @@ use wgpu_groth16::groth16::{BatchProgress, Checked, ProvingParameters};
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16_filecoin::c1::{parse_prover_id, prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
-use wgpu_groth16_filecoin::params::SealParamsFiles;
-use wgpu_groth16_filecoin::{Error, SealCommit};
+use wgpu_groth16_filecoin::params::ParamsFiles;
+use wgpu_groth16_filecoin::{Error, ProofJob, SealCommit};
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("prover").required(true).args(["prover_id", "miner_id"])))]
@@ -136,7 +136,7 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
         ),
     );
 
-    let files_needed = SealParamsFiles::locate(proof_kind)?;
+    let files_needed = ParamsFiles::seal(proof_kind)?;
     files_needed.check_present()?;
     let shape = ProvingParameters::read_shape(&files_needed.params)
         .map_err(|e| files_needed.params_error(e))?;

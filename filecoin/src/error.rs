@@ -11,6 +11,9 @@ pub enum Error {
     /// The C1 output reads, but contradicts itself or the sector it is proved for.
     #[error("C1 output does not match {what}: {detail}")]
     C1Mismatch { what: &'static str, detail: String },
+    /// Vanilla proofs (PoSt, SnapDeals) that cannot be read or do not hold.
+    #[error("vanilla proofs: {0}")]
+    Vanilla(String),
     /// A parameter file the seal proof needs is not where filecoin-proofs looks for it.
     #[error(
         "{kind} for {proof} ({sector}) not found: expected {path} \

@@ -3,10 +3,13 @@
 //! wgpu-groth16's batch pipeline with the parameters resident, giving the bytes
 //! filecoin-proofs' `seal_commit_phase2` gives.
 //!
+//! [`job`] is what every SNARK of the stack shares: partitions whose circuits filecoin-proofs'
+//! own code builds, proved as one batch by our prover or, to compare, by bellperson;
 //! [`c1`] reads phase-1 outputs (filecoin-proofs-api's JSON, and Curio's wrapper of it);
-//! [`params`] finds a seal proof's parameter files where filecoin-proofs looks for them;
-//! [`porep`] checks a phase-1 output against its sector, builds the partitions' circuits
-//! with filecoin-proofs' own code, proves them and verifies the result with the stack;
+//! [`params`] finds a proof's parameter files where filecoin-proofs looks for them;
+//! [`porep`] checks a phase-1 output against its sector, proves it and verifies the result
+//! with the stack; [`post`] and [`update`] prove Winning / Window PoSt and SnapDeals from
+//! their vanilla proofs;
 //! [`sealing`] makes small sectors and seeded parameters for tests and benchmarks.
 
 /// Runs `$body` with `$tree` naming the Merkle tree type of seal proofs of `$size` bytes
@@ -44,9 +47,13 @@ macro_rules! with_tree {
 
 pub mod c1;
 pub mod error;
+pub mod job;
 pub mod params;
 pub mod porep;
+pub mod post;
 pub mod sealing;
+pub mod update;
 
 pub use error::{Error, Result};
+pub use job::ProofJob;
 pub use porep::{seal_commit_phase2, SealCommit};

@@ -1,4 +1,4 @@
-//! A seal proof's parameter files, found where filecoin-proofs finds them:
+//! A proof's parameter files, found where filecoin-proofs finds them:
 //! `$FIL_PROOFS_PARAMETER_CACHE` (default `/var/tmp/filecoin-proof-parameters`), named by the
 //! stack's own cache identifier of the proof's public parameters. Nothing is downloaded or
 //! generated: a missing file is an error naming it.
@@ -6,10 +6,16 @@
 use std::path::{Path, PathBuf};
 
 use filecoin_proofs::types::MerkleTreeTrait;
-use filecoin_proofs_api::RegisteredSealProof;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use storage_proofs_core::parameter_cache::parameter_cache_srs_key_path;
+
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+use storage_proofs_core::parameter_cache::{
+    parameter_cache_params_path, parameter_cache_srs_key_path, parameter_cache_verifying_key_path,
+    CacheableParameters,
+};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound};
 
 use wgpu_groth16::groth16::{CheckRecords, Checked, Prover, ProverEngine, ProvingParameters};
 
@@ -24,40 +30,82 @@ pub struct ParamsReady {
     pub checked: Checked,
 }
 
-/// The files one registered seal proof needs.
+/// The `.params` and `.vk` paths a filecoin-proofs config names for sectors of `size` bytes
+/// (`PoRepConfig` and `PoStConfig` name them alike, with no trait in common).
+macro_rules! cache_paths {
+    ($config:expr, $size:expr) => {{
+        let config = $config;
+        with_tree!($size, Tree => (|| -> anyhow::Result<(PathBuf, PathBuf)> {
+            Ok((
+                config.get_cache_params_path::<Tree>()?,
+                config.get_cache_verifying_key_path::<Tree>()?,
+            ))
+        })())
+    }};
+}
+
+/// The files one registered proof (seal, PoSt or update) needs.
 #[derive(Clone, Debug)]
-pub struct SealParamsFiles {
-    pub proof: RegisteredSealProof,
-    /// The Groth16 proving parameters (`v28-stacked-proof-of-replication-....params`).
+pub struct ParamsFiles {
+    /// The registered proof, as filecoin-proofs-api names it.
+    pub proof: String,
+    pub sector_size: u64,
+    /// The Groth16 proving parameters (`v28-....params`).
     pub params: PathBuf,
-    /// Its verifying key (`.vk`), for `verify_seal`.
+    /// Its verifying key (`.vk`).
     pub vk: PathBuf,
     /// The aggregation SRS, for non-interactive PoRep only.
     pub srs: Option<PathBuf>,
 }
 
-impl SealParamsFiles {
-    /// Where the files of `proof` are (whether or not they exist).
-    pub fn locate(proof: RegisteredSealProof) -> Result<Self> {
-        fn paths<Tree: 'static + MerkleTreeTrait>(
-            proof: RegisteredSealProof,
-        ) -> anyhow::Result<(PathBuf, PathBuf)> {
-            let config = proof.as_v1_config();
-            Ok((
-                config.get_cache_params_path::<Tree>()?,
-                config.get_cache_verifying_key_path::<Tree>()?,
-            ))
-        }
-        let (params, vk) =
-            with_tree!(u64::from(proof.sector_size()), Tree => paths::<Tree>(proof))?;
+impl ParamsFiles {
+    /// Where the files of seal proof `proof` are (whether or not they exist).
+    pub fn seal(proof: RegisteredSealProof) -> Result<Self> {
+        let (params, vk) = cache_paths!(proof.as_v1_config(), u64::from(proof.sector_size()))?;
         let non_interactive = proof
             .as_v1_config()
             .feature_enabled(filecoin_proofs_api::ApiFeature::NonInteractivePoRep);
-        Ok(SealParamsFiles {
-            proof,
+        Ok(ParamsFiles {
+            proof: format!("{proof:?}"),
+            sector_size: u64::from(proof.sector_size()),
             params,
             vk,
             srs: non_interactive.then(|| parameter_cache_srs_key_path("", 0)),
+        })
+    }
+
+    /// Where the files of PoSt proof `proof` are.
+    pub fn post(proof: RegisteredPoStProof) -> Result<Self> {
+        let (params, vk) = cache_paths!(proof.as_v1_config(), u64::from(proof.sector_size()))?;
+        Ok(ParamsFiles {
+            proof: format!("{proof:?}"),
+            sector_size: u64::from(proof.sector_size()),
+            params,
+            vk,
+            srs: None,
+        })
+    }
+
+    /// Where the files of update proof `proof` are.
+    pub fn update(proof: RegisteredUpdateProof) -> Result<Self> {
+        fn id<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+            proof: RegisteredUpdateProof,
+        ) -> String {
+            let public_params = storage_proofs_update::PublicParams::from_sector_size(u64::from(
+                proof.sector_size(),
+            ));
+            <EmptySectorUpdateCompound<Tree> as CacheableParameters<
+                EmptySectorUpdateCircuit<Tree>,
+                _,
+            >>::cache_identifier(&public_params)
+        }
+        let id = with_tree!(u64::from(proof.sector_size()), Tree => id::<Tree>(proof));
+        Ok(ParamsFiles {
+            proof: format!("{proof:?}"),
+            sector_size: u64::from(proof.sector_size()),
+            params: parameter_cache_params_path(&id),
+            vk: parameter_cache_verifying_key_path(&id),
+            srs: None,
         })
     }
 
@@ -82,8 +130,8 @@ impl SealParamsFiles {
         }
         Err(Error::ParamsMissing {
             kind,
-            proof: format!("{:?}", self.proof),
-            sector: sector_size_name(u64::from(self.proof.sector_size())),
+            proof: self.proof.clone(),
+            sector: sector_size_name(self.sector_size),
             path: path.into(),
         })
     }
@@ -92,8 +140,8 @@ impl SealParamsFiles {
     pub fn wrong(&self, path: &Path, reason: impl Into<String>) -> Error {
         Error::ParamsWrong {
             path: path.into(),
-            proof: format!("{:?}", self.proof),
-            sector: sector_size_name(u64::from(self.proof.sector_size())),
+            proof: self.proof.clone(),
+            sector: sector_size_name(self.sector_size),
             reason: reason.into(),
         }
     }

@@ -11,8 +11,7 @@
 
 use std::convert::TryInto;
 
-use bellperson::groth16::{create_proof_batch, Parameters, Proof};
-use bellperson::Circuit;
+use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use filecoin_hashers::{Domain, Hasher};
@@ -23,18 +22,17 @@ use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig, SealCommitOutput, Van
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::{ApiFeature, ProverId, RegisteredSealProof, SectorId};
 use rand_core::OsRng;
-use rayon::prelude::*;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg,
+};
 use wgpu_groth16::groth16::{ParamsShape, Prover};
 
 use crate::error::sector_size_name;
-use crate::params::SealParamsFiles;
+use crate::job::{compound_circuits, proofs_to_bytes, PartitionCircuits, ProofJob};
+use crate::params::ParamsFiles;
 use crate::{Error, Result};
-
-/// Bytes of one partition's proof.
-pub const PARTITION_PROOF_BYTES: usize = 192;
 
 /// A phase-1 output checked against the prover and sector it is to be proved for.
 #[derive(Clone, Debug)]
@@ -42,13 +40,6 @@ pub struct SealCommit {
     phase1: SealCommitPhase1Output,
     prover_id: ProverId,
     sector_id: SectorId,
-}
-
-/// Work on the partitions' circuits, whatever their Merkle tree type (which the sector
-/// size decides): [`SealCommit::with_circuits`] builds them and hands them over.
-pub trait PartitionCircuits {
-    type Output;
-    fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output>;
 }
 
 impl SealCommit {
@@ -106,11 +97,6 @@ impl SealCommit {
         &self.phase1
     }
 
-    /// Partitions of the proof: one circuit, and 192 bytes of proof, each.
-    pub fn partitions(&self) -> usize {
-        usize::from(self.registered_proof().partitions())
-    }
-
     fn config(&self) -> PoRepConfig {
         self.registered_proof().as_v1_config()
     }
@@ -133,7 +119,7 @@ impl SealCommit {
 
     /// Refuses parameters whose counts cannot be this proof's: their verifying key must have
     /// one point per public input and one for ONE. Milliseconds, before anything is decoded.
-    pub fn check_params_shape(&self, files: &SealParamsFiles, shape: &ParamsShape) -> Result<()> {
+    pub fn check_params_shape(&self, files: &ParamsFiles, shape: &ParamsShape) -> Result<()> {
         let expected = self.public_input_count()? + 1;
         if shape.ic != expected {
             return Err(files.wrong(
@@ -147,81 +133,11 @@ impl SealCommit {
         Ok(())
     }
 
-    /// Builds every partition's circuit (filecoin-proofs' `StackedCompound::circuit`, in
-    /// partition order) and hands them to `work`.
-    pub fn with_circuits<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
-        with_tree!(self.sector_size(), Tree => run_on_circuits::<Tree, W>(self, work))
-    }
-
-    /// The partitions' proofs with `rs[k]` and `ss[k]` for partition k, through `prover`
-    /// (which must hold this proof's parameters). Not verified.
-    pub fn prove_partitions(
-        &self,
-        prover: &Prover,
-        rs: &[Scalar],
-        ss: &[Scalar],
-    ) -> Result<Vec<Proof<Bls12>>> {
-        struct ProveAll<'a> {
-            prover: &'a Prover,
-            rs: &'a [Scalar],
-            ss: &'a [Scalar],
-        }
-        impl PartitionCircuits for ProveAll<'_> {
-            type Output = Vec<Proof<Bls12>>;
-            fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
-                Ok(self.prover.prove_batch(circuits, self.rs, self.ss)?)
-            }
-        }
-        if rs.len() != self.partitions() || ss.len() != self.partitions() {
-            return Err(Error::Prover(wgpu_groth16::Error::InvalidInput(format!(
-                "{} partitions need as many r and s, got {} and {}",
-                self.partitions(),
-                rs.len(),
-                ss.len()
-            ))));
-        }
-        let files = SealParamsFiles::locate(self.registered_proof())?;
-        self.with_circuits(ProveAll { prover, rs, ss })
-            .map_err(|e| match e {
-                Error::Prover(e) => files.params_error(e),
-                other => other,
-            })
-    }
-
-    /// The partitions' proofs from bellperson's own `create_proof_batch` on the same
-    /// circuits, with `rs[k]` and `ss[k]` for partition k: filecoin-proofs' prover, for
-    /// comparing ours with (what the stack runs, with r and s drawn inside).
-    pub fn prove_with_bellperson(
-        &self,
-        params: &Parameters<Bls12>,
-        rs: &[Scalar],
-        ss: &[Scalar],
-    ) -> Result<Vec<Proof<Bls12>>> {
-        struct Bellperson<'a> {
-            params: &'a Parameters<Bls12>,
-            rs: &'a [Scalar],
-            ss: &'a [Scalar],
-        }
-        impl PartitionCircuits for Bellperson<'_> {
-            type Output = Vec<Proof<Bls12>>;
-            fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
-                create_proof_batch(circuits, self.params, self.rs.to_vec(), self.ss.to_vec())
-                    .map_err(|e| Error::Stack(e.into()))
-            }
-        }
-        self.with_circuits(Bellperson { params, rs, ss })
-    }
-
     /// What `seal_commit_phase2` returns for these partition proofs: the proofs
     /// concatenated, or for non-interactive PoRep their aggregate (the stack's own
     /// SnarkPack code, with its SRS from the parameter cache).
     pub fn proof_bytes(&self, proofs: &[Proof<Bls12>]) -> Result<Vec<u8>> {
-        let mut bytes = Vec::with_capacity(proofs.len() * PARTITION_PROOF_BYTES);
-        for proof in proofs {
-            proof
-                .write(&mut bytes)
-                .map_err(|e| Error::Stack(e.into()))?;
-        }
+        let bytes = proofs_to_bytes(proofs)?;
         if !self.non_interactive() {
             return Ok(bytes);
         }
@@ -232,7 +148,7 @@ impl SealCommit {
     /// must be in the parameter cache (the stack would otherwise derive it from the
     /// proving parameters and write it there).
     pub fn verify(&self, proof: &[u8]) -> Result<()> {
-        SealParamsFiles::locate(self.registered_proof())?.check_verifying_key()?;
+        ParamsFiles::seal(self.registered_proof())?.check_verifying_key()?;
         let p = &self.phase1;
         let verdict = filecoin_proofs_api::seal::verify_seal(
             p.registered_proof,
@@ -256,6 +172,21 @@ impl SealCommit {
                 detail: format!(": {e:#}"),
             }),
         }
+    }
+}
+
+impl ProofJob for SealCommit {
+    fn partitions(&self) -> usize {
+        usize::from(self.registered_proof().partitions())
+    }
+
+    fn params_files(&self) -> Result<ParamsFiles> {
+        ParamsFiles::seal(self.registered_proof())
+    }
+
+    /// filecoin-proofs' `StackedCompound::circuit` of each partition.
+    fn with_circuits<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
+        with_tree!(self.sector_size(), Tree => run_on_circuits::<Tree, W>(self, work))
     }
 }
 
@@ -435,19 +366,11 @@ fn run_on_circuits<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
     let params = compound_params::<Tree>(commit)?;
     let inputs = public_inputs::<Tree>(commit)?;
     let proofs = vanilla_proofs::<Tree>(commit)?;
-    let circuits = proofs
-        .par_iter()
-        .enumerate()
-        .map(|(k, vanilla)| {
-            Ok(StackedCompound::<Tree, DefaultPieceHasher>::circuit(
-                &inputs,
-                Default::default(),
-                vanilla,
-                &params.vanilla_params,
-                Some(k),
-            )?)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let circuits = compound_circuits::<
+        _,
+        StackedCircuit<Tree, DefaultPieceHasher>,
+        StackedCompound<Tree, DefaultPieceHasher>,
+    >(&inputs, &proofs, &params.vanilla_params)?;
     work.run(circuits)
 }
 
@@ -455,7 +378,7 @@ fn aggregate<Tree: 'static + MerkleTreeTrait>(
     commit: &SealCommit,
     proofs: Vec<u8>,
 ) -> Result<Vec<u8>> {
-    SealParamsFiles::locate(commit.registered_proof())?.check_present()?;
+    ParamsFiles::seal(commit.registered_proof())?.check_present()?;
     Ok(filecoin_proofs::aggregate_seal_commit_proofs::<Tree>(
         &commit.config(),
         &[commit.phase1.comm_r],

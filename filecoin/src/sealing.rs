@@ -59,6 +59,21 @@ pub fn seal_random_sector(
         proof, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces,
     )?;
     let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed)?;
+    // Synthetic PoRep proves challenges drawn before the seed, saved here for C1 to read.
+    let synthetic = proof
+        .as_v1_config()
+        .feature_enabled(filecoin_proofs_api::ApiFeature::SyntheticPoRep);
+    if synthetic {
+        seal::generate_synth_proofs(
+            &cache,
+            &sealed,
+            prover_id,
+            sector_id,
+            ticket,
+            pc2.clone(),
+            &pieces,
+        )?;
+    }
     Ok(seal::seal_commit_phase1(
         &cache,
         &sealed,

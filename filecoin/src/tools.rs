@@ -18,9 +18,9 @@ use wgpu_groth16::cli::prove::open_engine;
 use wgpu_groth16::cli::{CliError, DeviceArgs};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
-use wgpu_groth16_filecoin::params::SealParamsFiles;
+use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::sealing::{generate_parameters, seal_random_sector};
-use wgpu_groth16_filecoin::{seal_commit_phase2, SealCommit};
+use wgpu_groth16_filecoin::{seal_commit_phase2, ProofJob, SealCommit};
 
 use crate::c2::C2Error;
 
@@ -104,7 +104,8 @@ pub struct SetupArgs {
     #[arg(long, value_parser = parse_proof)]
     proof: RegisteredSealProof,
     /// Seed of the setup's randomness (so not the ceremony's parameters: for tests and
-    /// benchmarks only).
+    /// benchmarks only). Non-interactive PoRep also gets a seeded aggregation SRS, which
+    /// replaces any other at its path (all proofs share it).
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }
@@ -113,10 +114,14 @@ pub struct SetupArgs {
 /// neither.
 pub fn setup(args: &SetupArgs, json: bool) -> Result<(), C2Error> {
     let mut out = Output::new(json);
-    let located = SealParamsFiles::locate(args.proof)?;
+    let located = ParamsFiles::seal(args.proof)?;
     let mut plan = OutputPlan::new();
     let params_file = plan.output("parameters", &located.params);
     let vk_file = plan.output("verifying key", &located.vk);
+    let srs_file = located
+        .srs
+        .as_deref()
+        .map(|path| plan.output("aggregation SRS", path));
     let mut files = plan.reserve()?;
     let (params, took) = stage("generating parameters", || {
         generate_parameters(args.proof, args.seed)
@@ -124,6 +129,14 @@ pub fn setup(args: &SetupArgs, json: bool) -> Result<(), C2Error> {
     let params = params?;
     files.write(params_file, |w| params.write(w))?;
     files.write(vk_file, |w| params.vk.write(w))?;
+    if let Some(slot) = srs_file {
+        // Non-interactive PoRep aggregates its partitions' proofs with SnarkPack, whose SRS
+        // is shared by every proof: a seeded one, with powers for up to 512 proofs.
+        let mut rng = ChaCha20Rng::seed_from_u64(args.seed);
+        let srs =
+            bellperson::groth16::aggregate::setup_fake_srs::<blstrs::Bls12, _>(&mut rng, 1024);
+        files.write(slot, |mut w| srs.write(&mut w))?;
+    }
     files.commit()?;
     out.fact(
         "parameters",
@@ -170,7 +183,7 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
     let sector_id = c1.sector_id(args.sector_id)?;
     let prover_id = prover_id_of_miner(args.miner_id);
     let commit = SealCommit::new(c1.phase1.clone(), prover_id, sector_id)?;
-    let files = SealParamsFiles::locate(commit.registered_proof())?;
+    let files = ParamsFiles::seal(commit.registered_proof())?;
     println!(
         "{:?}, {} partition(s); times in seconds",
         commit.registered_proof(),

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use base64::Engine as _;
 use serde_json::json;
-use wgpu_groth16_filecoin::params::SealParamsFiles;
+use wgpu_groth16_filecoin::params::ParamsFiles;
 
 fn cli(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wgpu-groth16-filecoin"));
@@ -98,7 +98,7 @@ fn c2(dir: &Path, c1: &[u8], extra: &[&str]) -> Output {
 fn missing_parameters_name_the_file_and_the_sector_size() {
     let dir = folder("missing");
     let output = c2(&dir, &bare_c1(), &[]);
-    let expected = SealParamsFiles::locate(common::PROOF).unwrap().params;
+    let expected = ParamsFiles::seal(common::PROOF).unwrap().params;
     assert_one_line_error(
         &output,
         "Groth16 parameters for StackedDrg2KiBV1_1 (2 KiB) not found",
@@ -199,9 +199,9 @@ fn another_miner_is_refused() {
 }
 
 #[test]
-fn parameters_of_another_circuit_are_refused_naming_the_file() {
+fn parameters_of_another_circuit_or_cut_short_are_refused_naming_the_file() {
     let dir = folder("wrong-params");
-    let files = SealParamsFiles::locate(common::PROOF).unwrap();
+    let files = ParamsFiles::seal(common::PROOF).unwrap();
     // A tiny circuit's parameters where the 2 KiB ones belong (another test binary's
     // cache: this one's is shared by the tests above, which need it empty).
     let cache = dir.join("params");
@@ -223,22 +223,30 @@ fn parameters_of_another_circuit_are_refused_naming_the_file() {
     fs::write(cache.join(name(&files.vk)), &vk).unwrap();
     let (c1_path, out) = (dir.join("c1.json"), dir.join("proof"));
     fs::write(&c1_path, bare_c1()).unwrap();
-    let output = run(cli(&[
-        "c2",
-        "--c1",
-        c1_path.to_str().unwrap(),
-        "--miner-id",
-        &common::MINER_ID.to_string(),
-        "--sector-id",
-        &common::SECTOR_ID.to_string(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .env("FIL_PROOFS_PARAMETER_CACHE", &cache));
-    assert_one_line_error(
-        &output,
-        "is not the parameter file of StackedDrg2KiBV1_1 (2 KiB)",
-    );
+    let c2_with_cache = || {
+        run(cli(&[
+            "c2",
+            "--c1",
+            c1_path.to_str().unwrap(),
+            "--miner-id",
+            &common::MINER_ID.to_string(),
+            "--sector-id",
+            &common::SECTOR_ID.to_string(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("FIL_PROOFS_PARAMETER_CACHE", &cache))
+    };
+    let expected = "is not the parameter file of StackedDrg2KiBV1_1 (2 KiB)";
+    let output = c2_with_cache();
+    assert_one_line_error(&output, expected);
+    assert_one_line_error(&output, "input points");
+    assert!(!out.exists());
+    // The same file cut short: refused from its counts, before anything is decoded.
+    fs::write(cache.join(name(&files.params)), &bytes[..bytes.len() - 100]).unwrap();
+    let output = c2_with_cache();
+    assert_one_line_error(&output, expected);
+    assert_one_line_error(&output, "truncated");
     assert!(!out.exists());
 }
 

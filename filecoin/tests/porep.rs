@@ -5,31 +5,13 @@
 //! The parameters have the real circuit's shape with random points (a real setup of this
 //! circuit takes ~20 min on 2 cores): every prover computes the same function of them, so
 //! byte equality means what it means with real parameters. Proofs made with them do not
-//! verify, which the CLI tests use for the refusal path.
+//! verify, so `verify_seal` must refuse them.
 
 mod common;
 
-use bellperson::Circuit;
-use blstrs::Scalar;
-use ff::Field;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
-use wgpu_groth16::groth16::synthesis::synthesize;
-use wgpu_groth16::groth16::{Backend, Prover, ProverConfig, ProvingParameters};
-use wgpu_groth16_filecoin::params::SealParamsFiles;
-use wgpu_groth16_filecoin::porep::{PartitionCircuits, PARTITION_PROOF_BYTES};
+use wgpu_groth16_filecoin::job::{ProofJob, PARTITION_PROOF_BYTES};
+use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::{Error, SealCommit};
-
-struct ShapeOfFirst;
-impl PartitionCircuits for ShapeOfFirst {
-    type Output = wgpu_groth16::groth16::synthesis::Shape;
-    fn run<C: Circuit<Scalar> + Send>(
-        self,
-        mut circuits: Vec<C>,
-    ) -> wgpu_groth16_filecoin::Result<Self::Output> {
-        Ok(synthesize(circuits.remove(0))?.shape())
-    }
-}
 
 fn commit() -> SealCommit {
     let sealed = common::sealed();
@@ -41,38 +23,12 @@ fn the_2kib_partition_proof_equals_bellperson_byte_for_byte() {
     let commit = commit();
     commit.check_vanilla_proofs().expect("vanilla proofs hold");
     assert_eq!(commit.partitions(), 1);
-    let shape = commit.with_circuits(ShapeOfFirst).expect("circuits");
-    let params = ProvingParameters::random_for_shape(&shape, 2048);
-    let mut rng = ChaCha20Rng::seed_from_u64(11);
-    let rs = vec![Scalar::random(&mut rng)];
-    let ss = vec![Scalar::random(&mut rng)];
-    let theirs = commit
-        .prove_with_bellperson(&params.to_bellperson(), &rs, &ss)
-        .expect("bellperson");
-    let expected = commit.proof_bytes(&theirs).expect("bytes");
+    let (params, expected) = common::assert_equal_to_bellperson(&commit, 2048);
     assert_eq!(expected.len(), PARTITION_PROOF_BYTES);
-    // Both engines, the GPU one on lavapipe in CI (its absence fails the test there).
-    for backend in [Backend::Cpu, Backend::Gpu(Default::default())] {
-        let name = format!("{backend:?}");
-        let config = ProverConfig {
-            backend,
-            ..Default::default()
-        };
-        // The parameters' points are shared (Arc), not copied.
-        let prover = Prover::new(params.clone(), &config).expect("prover");
-        let proofs = commit
-            .prove_partitions(&prover, &rs, &ss)
-            .expect("our proof");
-        let ours = commit.proof_bytes(&proofs).expect("bytes");
-        assert!(
-            ours == expected,
-            "our C2 proof on {name} differs from bellperson's"
-        );
-    }
 
     // The parameters are not a setup, so verify_seal must refuse the proof, with their
     // verifying key where the stack looks for it.
-    let files = SealParamsFiles::locate(common::PROOF).expect("paths");
+    let files = ParamsFiles::seal(common::PROOF).expect("paths");
     let mut vk = Vec::new();
     params.vk.write(&mut vk).expect("vk bytes");
     std::fs::write(&files.vk, vk).expect("vk file");

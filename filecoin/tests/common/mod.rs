@@ -7,8 +7,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use blstrs::Scalar;
+use ff::Field;
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::{ProverId, RegisteredSealProof, SectorId};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use wgpu_groth16::groth16::synthesis::synthesize;
+use wgpu_groth16::groth16::{Backend, Prover, ProverConfig, ProvingParameters};
+use wgpu_groth16_filecoin::job::{proofs_to_bytes, PartitionCircuits, ProofJob};
 
 pub const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 pub const MINER_ID: u64 = 1000;
@@ -17,6 +24,8 @@ pub const SECTOR_ID: u64 = 7;
 /// A sealed sector's phase-1 output and the ids it was sealed for.
 pub struct Sealed {
     pub phase1: SealCommitPhase1Output,
+    /// The sector's files: `cache/`, `sealed`, `staged`.
+    pub dir: PathBuf,
     pub prover_id: ProverId,
     pub sector_id: SectorId,
 }
@@ -55,7 +64,55 @@ pub fn seal_sector(proof: RegisteredSealProof, seed: u64) -> Sealed {
             .expect("sealing a 2 KiB sector");
     Sealed {
         phase1,
+        dir,
         prover_id,
         sector_id,
     }
+}
+
+struct ShapeOfFirst;
+impl PartitionCircuits for ShapeOfFirst {
+    type Output = wgpu_groth16::groth16::synthesis::Shape;
+    fn run<C: bellperson::Circuit<Scalar> + Send>(
+        self,
+        mut circuits: Vec<C>,
+    ) -> wgpu_groth16_filecoin::Result<Self::Output> {
+        Ok(synthesize(circuits.remove(0))?.shape())
+    }
+}
+
+/// Our proofs of `job` on the CPU and the GPU (lavapipe in CI, where its absence fails the
+/// test) equal bellperson's `create_proof_batch` byte for byte, on the same circuits
+/// (filecoin-proofs' own), random-point parameters of their shape, and r, s from `seed`.
+/// Returns the parameters and bellperson's bytes.
+pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingParameters, Vec<u8>) {
+    let shape = job.with_circuits(ShapeOfFirst).expect("circuits");
+    let params = ProvingParameters::random_for_shape(&shape, seed);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut draw = || -> Vec<Scalar> {
+        (0..job.partitions())
+            .map(|_| Scalar::random(&mut rng))
+            .collect()
+    };
+    let (rs, ss) = (draw(), draw());
+    let theirs = job
+        .prove_with_bellperson(&params.to_bellperson(), &rs, &ss)
+        .expect("bellperson");
+    let expected = proofs_to_bytes(&theirs).expect("bytes");
+    assert_eq!(expected.len(), 192 * job.partitions());
+    for backend in [Backend::Cpu, Backend::Gpu(Default::default())] {
+        let name = format!("{backend:?}");
+        let config = ProverConfig {
+            backend,
+            ..Default::default()
+        };
+        let prover = Prover::new(params.clone(), &config).expect("prover");
+        let ours = proofs_to_bytes(&job.prove_partitions(&prover, &rs, &ss).expect("ours"))
+            .expect("bytes");
+        assert!(
+            ours == expected,
+            "{name}: our proof differs from bellperson's"
+        );
+    }
+    (params, expected)
 }

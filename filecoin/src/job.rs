@@ -1,0 +1,138 @@
+//! What every Filecoin SNARK shares: a job whose partitions are circuits that filecoin-proofs'
+//! own `CompoundProof::circuit` builds, proved as one batch through our prover (or through
+//! bellperson, to compare), each proof 192 bytes in bellperson's encoding.
+
+use bellperson::groth16::{create_proof_batch, Parameters, Proof};
+use bellperson::Circuit;
+use blstrs::{Bls12, Scalar};
+use rayon::prelude::*;
+use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
+use storage_proofs_core::parameter_cache::ParameterSetMetadata;
+use storage_proofs_core::proof::ProofScheme;
+use wgpu_groth16::groth16::Prover;
+
+use crate::params::ParamsFiles;
+use crate::{Error, Result};
+
+/// Bytes of one partition's proof.
+pub const PARTITION_PROOF_BYTES: usize = 192;
+
+/// Work on a job's partition circuits, whatever their type (which the sector size and the
+/// proof decide): [`ProofJob::with_circuits`] builds them and hands them over.
+pub trait PartitionCircuits {
+    type Output;
+    fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output>;
+}
+
+/// A SNARK of the Filecoin stack to prove: PoRep C2, a SnapDeals update, a PoSt.
+pub trait ProofJob {
+    /// Partitions: one circuit, and one proof, each.
+    fn partitions(&self) -> usize;
+
+    /// The parameter files its circuits need.
+    fn params_files(&self) -> Result<ParamsFiles>;
+
+    /// Builds every partition's circuit in partition order, as filecoin-proofs does before
+    /// it proves them, and hands them to `work`.
+    fn with_circuits<W: PartitionCircuits>(&self, work: W) -> Result<W::Output>;
+
+    /// The partitions' proofs with `rs[k]` and `ss[k]` for partition k, through `prover`
+    /// (which must hold the job's parameters). Not verified.
+    fn prove_partitions(
+        &self,
+        prover: &Prover,
+        rs: &[Scalar],
+        ss: &[Scalar],
+    ) -> Result<Vec<Proof<Bls12>>> {
+        struct ProveAll<'a> {
+            prover: &'a Prover,
+            rs: &'a [Scalar],
+            ss: &'a [Scalar],
+        }
+        impl PartitionCircuits for ProveAll<'_> {
+            type Output = Vec<Proof<Bls12>>;
+            fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
+                Ok(self.prover.prove_batch(circuits, self.rs, self.ss)?)
+            }
+        }
+        if rs.len() != self.partitions() || ss.len() != self.partitions() {
+            return Err(Error::Prover(wgpu_groth16::Error::InvalidInput(format!(
+                "{} partitions need as many r and s, got {} and {}",
+                self.partitions(),
+                rs.len(),
+                ss.len()
+            ))));
+        }
+        let files = self.params_files()?;
+        self.with_circuits(ProveAll { prover, rs, ss })
+            .map_err(|e| match e {
+                Error::Prover(e) => files.params_error(e),
+                other => other,
+            })
+    }
+
+    /// The partitions' proofs from bellperson's `create_proof_batch` on the same circuits,
+    /// with `rs[k]` and `ss[k]` for partition k: filecoin-proofs' prover (which draws r and
+    /// s inside), for comparing ours with.
+    fn prove_with_bellperson(
+        &self,
+        params: &Parameters<Bls12>,
+        rs: &[Scalar],
+        ss: &[Scalar],
+    ) -> Result<Vec<Proof<Bls12>>> {
+        struct Bellperson<'a> {
+            params: &'a Parameters<Bls12>,
+            rs: &'a [Scalar],
+            ss: &'a [Scalar],
+        }
+        impl PartitionCircuits for Bellperson<'_> {
+            type Output = Vec<Proof<Bls12>>;
+            fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
+                create_proof_batch(circuits, self.params, self.rs.to_vec(), self.ss.to_vec())
+                    .map_err(|e| Error::Stack(e.into()))
+            }
+        }
+        self.with_circuits(Bellperson { params, rs, ss })
+    }
+}
+
+/// Proofs as filecoin-proofs writes them: concatenated, 192 bytes each.
+pub fn proofs_to_bytes(proofs: &[Proof<Bls12>]) -> Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(proofs.len() * PARTITION_PROOF_BYTES);
+    for proof in proofs {
+        proof
+            .write(&mut bytes)
+            .map_err(|e| Error::Stack(e.into()))?;
+    }
+    Ok(bytes)
+}
+
+/// The circuits `P::circuit_proofs` proves: `P::circuit` of each partition's vanilla proof,
+/// in partition order.
+pub fn compound_circuits<'a, S, C, P>(
+    public_inputs: &S::PublicInputs,
+    vanilla_proofs: &[S::Proof],
+    vanilla_params: &S::PublicParams,
+) -> Result<Vec<C>>
+where
+    S: ProofScheme<'a>,
+    S::PublicInputs: Sync,
+    S::Proof: Send + Sync,
+    S::PublicParams: ParameterSetMetadata + Send + Sync,
+    C: Circuit<Scalar> + CircuitComponent + Send,
+    P: CompoundProof<'a, S, C>,
+{
+    vanilla_proofs
+        .par_iter()
+        .enumerate()
+        .map(|(k, vanilla)| {
+            Ok(P::circuit(
+                public_inputs,
+                C::ComponentPrivateInputs::default(),
+                vanilla,
+                vanilla_params,
+                Some(k),
+            )?)
+        })
+        .collect()
+}

@@ -1,0 +1,198 @@
+//! Winning and Window PoSt SNARKs from their vanilla proofs (what Curio sends: one bincode
+//! `FallbackPoStSectorProof` per sector), equal to filecoin-proofs'
+//! `generate_winning_post_with_vanilla` and `generate_single_window_post_with_vanilla` given
+//! the same r and s: the same public inputs, the same partitioning of the vanilla proofs
+//! (which checks them), the same circuits.
+
+use filecoin_hashers::Hasher;
+use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
+use filecoin_proofs::types::{FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType};
+use filecoin_proofs::{
+    as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs,
+};
+use filecoin_proofs_api::{ChallengeSeed, ProverId, RegisteredPoStProof};
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+use crate::job::{compound_circuits, PartitionCircuits, ProofJob};
+use crate::params::ParamsFiles;
+use crate::{Error, Result};
+
+/// A PoSt to prove: one Winning PoSt, or one partition of a Window PoSt.
+#[derive(Clone, Debug)]
+pub struct PostJob {
+    proof: RegisteredPoStProof,
+    randomness: ChallengeSeed,
+    prover_id: ProverId,
+    /// bincode `FallbackPoStSectorProof`s, one per sector.
+    vanilla_proofs: Vec<Vec<u8>>,
+    /// The Window PoSt partition; `None` for Winning PoSt.
+    partition: Option<usize>,
+}
+
+impl PostJob {
+    pub fn winning(
+        proof: RegisteredPoStProof,
+        randomness: ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vec<Vec<u8>>,
+    ) -> Result<Self> {
+        Self::new(
+            proof,
+            PoStType::Winning,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+            None,
+        )
+    }
+
+    pub fn window(
+        proof: RegisteredPoStProof,
+        randomness: ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vec<Vec<u8>>,
+        partition: usize,
+    ) -> Result<Self> {
+        Self::new(
+            proof,
+            PoStType::Window,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+            Some(partition),
+        )
+    }
+
+    fn new(
+        proof: RegisteredPoStProof,
+        kind: PoStType,
+        randomness: ChallengeSeed,
+        prover_id: ProverId,
+        vanilla_proofs: Vec<Vec<u8>>,
+        partition: Option<usize>,
+    ) -> Result<Self> {
+        if proof.typ() != kind {
+            return Err(Error::Unsupported(format!(
+                "{proof:?} is not a {kind:?} PoSt"
+            )));
+        }
+        if vanilla_proofs.is_empty() {
+            return Err(Error::Vanilla("no vanilla proofs".into()));
+        }
+        let job = PostJob {
+            proof,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+            partition,
+        };
+        // Decodes and partitions (which verifies) the vanilla proofs once, up front.
+        job.with_circuits(Count)?;
+        Ok(job)
+    }
+
+    fn config(&self) -> PoStConfig {
+        self.proof.as_v1_config()
+    }
+}
+
+/// Counts circuits without proving them.
+struct Count;
+impl PartitionCircuits for Count {
+    type Output = usize;
+    fn run<C: bellperson::Circuit<blstrs::Scalar> + Send>(self, circuits: Vec<C>) -> Result<usize> {
+        Ok(circuits.len())
+    }
+}
+
+impl ProofJob for PostJob {
+    fn partitions(&self) -> usize {
+        // Winning PoSt is one partition; a Window PoSt job is one of its partitions.
+        1
+    }
+
+    fn params_files(&self) -> Result<ParamsFiles> {
+        ParamsFiles::post(self.proof)
+    }
+
+    fn with_circuits<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
+        with_tree!(u64::from(self.proof.sector_size()), Tree => post_circuits::<Tree, W>(self, work))
+    }
+}
+
+fn post_circuits<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
+    job: &PostJob,
+    work: W,
+) -> Result<W::Output> {
+    let config = job.config();
+    let sectors: Vec<FallbackPoStSectorProof<Tree>> = job
+        .vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            bincode::deserialize(bytes).map_err(|e| {
+                Error::Vanilla(format!(
+                    "vanilla proof {i} is not a FallbackPoStSectorProof: {e}"
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let randomness: <Tree::Hasher as Hasher>::Domain =
+        as_safe_commitment(&job.randomness, "randomness")?;
+    let prover_id: <Tree::Hasher as Hasher>::Domain =
+        as_safe_commitment(&job.prover_id, "prover_id")?;
+    let (vanilla_params, partitions) = match config.typ {
+        PoStType::Winning => (winning_post_setup_params(&config)?, None),
+        PoStType::Window => {
+            let count = sectors.len().div_ceil(config.sector_count);
+            (
+                window_post_setup_params(&config),
+                (count > 1).then_some(count),
+            )
+        }
+    };
+    let public_params: compound_proof::PublicParams<'_, FallbackPoSt<'_, Tree>> =
+        FallbackPoStCompound::setup(&compound_proof::SetupParams {
+            vanilla_params,
+            partitions,
+            priority: config.priority,
+        })?;
+    let public_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: sectors
+            .iter()
+            .map(|p| PublicSector {
+                id: p.sector_id,
+                comm_r: p.comm_r,
+            })
+            .collect(),
+        k: job.partition,
+    };
+    let vanilla = match job.partition {
+        None => partition_vanilla_proofs(
+            &config,
+            &public_params.vanilla_params,
+            &public_inputs,
+            public_params.partitions.unwrap_or(1),
+            &sectors,
+        ),
+        Some(_) => single_partition_vanilla_proofs(
+            &config,
+            &public_params.vanilla_params,
+            &public_inputs,
+            &sectors,
+        )
+        .map(|p| vec![p]),
+    }
+    .map_err(|e| Error::Vanilla(format!("{e:#}")))?;
+    let circuits = compound_circuits::<_, FallbackPoStCircuit<Tree>, FallbackPoStCompound<Tree>>(
+        &public_inputs,
+        &vanilla,
+        &public_params.vanilla_params,
+    )?;
+    work.run(circuits)
+}
