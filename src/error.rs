@@ -132,6 +132,11 @@ pub enum Error {
     #[error("parameters do not fit the circuit: {0}")]
     ParamsMismatch(String),
 
+    /// A circuit synthesized with recorded matrices allocates or constrains otherwise than
+    /// the circuit they were recorded from.
+    #[error("the circuit's structure differs from its recorded constraint matrices: {0}")]
+    CircuitStructure(String),
+
     /// A prover's parameters failed to load on its loader thread (the first proof that
     /// waited got the error itself).
     #[error("the prover's parameters failed to load: {0}")]

@@ -4,9 +4,11 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use std::time::Instant;
 
 use base64::Engine as _;
+use bellperson::Circuit;
 use blstrs::Scalar;
 use ff::Field;
 use filecoin_proofs_api::{RegisteredSealProof, SectorId};
@@ -16,10 +18,14 @@ use serde_json::json;
 use wgpu_groth16::cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16::cli::prove::open_engine;
 use wgpu_groth16::cli::{CliError, DeviceArgs};
+use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
+use wgpu_groth16_filecoin::job::PartitionCircuits;
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::sealing::{generate_parameters, seal_random_sector};
+use wgpu_groth16_filecoin::Error;
 use wgpu_groth16_filecoin::{seal_commit_phase2, ProofJob, SealCommit};
 
 use crate::c2::C2Error;
@@ -176,6 +182,61 @@ pub struct BenchC2Args {
     no_baseline: bool,
 }
 
+/// Partition 0's synthesis in full beside the recorded-matrices path (issue 16): recording
+/// once, then the witness run and the products, checked equal.
+fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
+    struct Record;
+    impl PartitionCircuits for Record {
+        type Output = (ConstraintMatrices, Duration);
+        fn run<C: Circuit<Scalar> + Send>(
+            self,
+            mut circuits: Vec<C>,
+        ) -> Result<Self::Output, Error> {
+            let t = Instant::now();
+            Ok((ConstraintMatrices::record(circuits.remove(0))?, t.elapsed()))
+        }
+    }
+    struct Full;
+    impl PartitionCircuits for Full {
+        type Output = (ProvingAssignment, Duration);
+        fn run<C: Circuit<Scalar> + Send>(
+            self,
+            mut circuits: Vec<C>,
+        ) -> Result<Self::Output, Error> {
+            let t = Instant::now();
+            Ok((synthesize(circuits.remove(0))?, t.elapsed()))
+        }
+    }
+    struct Recorded<'a>(&'a ConstraintMatrices);
+    impl PartitionCircuits for Recorded<'_> {
+        type Output = (ProvingAssignment, Duration, Duration);
+        fn run<C: Circuit<Scalar> + Send>(
+            self,
+            mut circuits: Vec<C>,
+        ) -> Result<Self::Output, Error> {
+            let t = Instant::now();
+            let witness = self.0.witness(circuits.remove(0))?;
+            let witness_time = t.elapsed();
+            let t = Instant::now();
+            Ok((self.0.products(witness), witness_time, t.elapsed()))
+        }
+    }
+    let (matrices, record_time) = commit.with_circuits(Record)?;
+    let (full, full_time) = commit.with_circuits(Full)?;
+    let (recorded, witness_time, products_time) = commit.with_circuits(Recorded(&matrices))?;
+    Ok(format!(
+        "synthesis of partition 0: full {:.2} s; recorded matrices ({} constraints, {:.1} MiB, recorded once in {:.2} s): witness {:.2} s + products {:.2} s ({} threads); equal: {}",
+        full_time.as_secs_f64(),
+        matrices.constraints,
+        matrices.bytes() as f64 / (1u64 << 20) as f64,
+        record_time.as_secs_f64(),
+        witness_time.as_secs_f64(),
+        products_time.as_secs_f64(),
+        rayon::current_num_threads(),
+        if recorded == full { "yes" } else { "NO" }
+    ))
+}
+
 /// Ours beside filecoin-proofs' `seal_commit_phase2` (bellperson on the CPU: this build has
 /// no CUDA or OpenCL), on one C1 output, both through `verify_seal`.
 pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> {
@@ -247,6 +308,7 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
     if ours != theirs {
         return Err(CliError::Invalid("our proof differs from bellperson's".into()).into());
     }
+    println!("\n{}", synthesis_times(&commit)?);
     if !args.no_baseline {
         let t = Instant::now();
         let output = filecoin_proofs_api::seal::seal_commit_phase2(c1.phase1, prover_id, sector_id)

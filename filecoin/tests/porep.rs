@@ -79,3 +79,50 @@ fn zero_commitments_are_refused() {
     let err = SealCommit::new(phase1, sealed.prover_id, sealed.sector_id).unwrap_err();
     assert!(err.to_string().contains("seed is all zeros"), "{err}");
 }
+
+/// The partition circuit through a recorded constraint system (issue 16): the witness run
+/// and the matrix products give exactly what full synthesis gives, inputs interleaved with
+/// aux variables as the real circuit allocates them.
+#[test]
+fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
+    use bellperson::Circuit;
+    use blstrs::Scalar;
+    use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+    use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
+    use wgpu_groth16_filecoin::job::PartitionCircuits;
+
+    struct Record;
+    impl PartitionCircuits for Record {
+        type Output = ConstraintMatrices;
+        fn run<C: Circuit<Scalar> + Send>(
+            self,
+            mut circuits: Vec<C>,
+        ) -> wgpu_groth16_filecoin::Result<ConstraintMatrices> {
+            Ok(ConstraintMatrices::record(circuits.remove(0))?)
+        }
+    }
+    struct Synthesize<'a>(Option<&'a ConstraintMatrices>);
+    impl PartitionCircuits for Synthesize<'_> {
+        type Output = ProvingAssignment;
+        fn run<C: Circuit<Scalar> + Send>(
+            self,
+            mut circuits: Vec<C>,
+        ) -> wgpu_groth16_filecoin::Result<ProvingAssignment> {
+            let circuit = circuits.remove(0);
+            Ok(match self.0 {
+                Some(matrices) => matrices.synthesize(circuit)?,
+                None => synthesize(circuit)?,
+            })
+        }
+    }
+    let commit = commit();
+    let matrices = commit.with_circuits(Record).expect("recorded");
+    let recorded = commit
+        .with_circuits(Synthesize(Some(&matrices)))
+        .expect("witness run");
+    let full = commit.with_circuits(Synthesize(None)).expect("full");
+    assert!(
+        recorded == full,
+        "recorded synthesis differs from full synthesis"
+    );
+}

@@ -1,12 +1,14 @@
 //! `wgpu-groth16 bench synthesis`: how long one circuit takes to synthesize into a proving
 //! assignment, beside the circuit's own share (building its linear combinations, which no
-//! constraint system can avoid), so the constraint system's overhead is visible.
+//! constraint system can avoid), so the constraint system's overhead is visible; and the
+//! recorded-matrices path (a witness run and three sparse products) beside it.
 
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::groth16::circuits::FilecoinLike;
+use crate::groth16::precompiled::ConstraintMatrices;
 use crate::groth16::synthesis::synthesize;
 use crate::Result;
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -74,15 +76,22 @@ impl ConstraintSystem<Scalar> for CircuitOnly {
 }
 
 pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
-    println!("FilecoinLike circuit, one thread, best of {runs}");
     println!(
-        "| constraints | synthesize (ours) | the circuit's own code | our share | constraints/s |"
+        "FilecoinLike circuit, one thread (the products: {} threads), best of {runs}",
+        rayon::current_num_threads()
     );
-    println!("|---|---|---|---|---|");
+    println!(
+        "| constraints | synthesize (ours) | the circuit's own code | our share | constraints/s | recorded matrices (once) | witness only | products | witness + products | equal |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for &log_n in log_ns {
         let circuit = FilecoinLike::new(log_n, 1)?;
         let (mut ours, mut own) = (Duration::MAX, Duration::MAX);
         let mut constraints = 0;
+        let t = Instant::now();
+        let matrices = ConstraintMatrices::record(circuit.clone())?;
+        let record = t.elapsed();
+        let (mut witness, mut products, mut equal) = (Duration::MAX, Duration::MAX, true);
         for _ in 0..runs.max(1) {
             let t = Instant::now();
             let mut only = CircuitOnly {
@@ -92,15 +101,29 @@ pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
             circuit.clone().synthesize(&mut only)?;
             own = own.min(t.elapsed());
             let t = Instant::now();
-            constraints = synthesize(circuit.clone())?.a.len();
+            let full = synthesize(circuit.clone())?;
             ours = ours.min(t.elapsed());
+            constraints = full.a.len();
+            let t = Instant::now();
+            let values = matrices.witness(circuit.clone())?;
+            witness = witness.min(t.elapsed());
+            let t = Instant::now();
+            let recorded = matrices.products(values);
+            products = products.min(t.elapsed());
+            equal &= recorded == full;
         }
         println!(
-            "| {constraints} | {} | {} | {:.0}% | {:.2} M |",
+            "| {constraints} | {} | {} | {:.0}% | {:.2} M | {} ({:.0} MiB) | {} | {} | {} | {} |",
             ms(ours),
             ms(own),
             100.0 * (1.0 - own.as_secs_f64() / ours.as_secs_f64()),
-            constraints as f64 / ours.as_secs_f64() / 1e6
+            constraints as f64 / ours.as_secs_f64() / 1e6,
+            ms(record),
+            matrices.bytes() as f64 / (1u64 << 20) as f64,
+            ms(witness),
+            ms(products),
+            ms(witness + products),
+            if equal { "yes" } else { "NO" }
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -22,6 +22,7 @@ use rayon::prelude::*;
 
 use super::engine::ProverConfig;
 use super::params::ProvingParameters;
+use super::precompiled::ConstraintMatrices;
 use super::prover::{BatchProgress, Prover};
 use super::report::{ProveReport, Step};
 use super::synthesis::{synthesize, ProvingAssignment, Shape};
@@ -67,6 +68,22 @@ impl Prover {
         };
         let (rs, ss) = (draw(), draw());
         self.prove_batch(circuits, &rs, &ss)
+    }
+
+    /// [`prove_batch`](Self::prove_batch) of circuits whose constraint matrices were
+    /// recorded: each is synthesized from its witness alone (see [`ConstraintMatrices`]).
+    pub fn prove_batch_precompiled<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+        matrices: &ConstraintMatrices,
+        rs: &[Scalar],
+        ss: &[Scalar],
+    ) -> Result<Vec<Proof<Bls12>>> {
+        let sources = circuits
+            .into_iter()
+            .map(|circuit| Precompiled { circuit, matrices })
+            .collect();
+        Ok(prove_sources_across(std::slice::from_ref(self), sources, rs, ss)?.0)
     }
 
     /// [`prove_batch`](Self::prove_batch) and the time each step took.
@@ -183,6 +200,42 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
     rs: &[Scalar],
     ss: &[Scalar],
 ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
+    let sources = circuits.into_iter().map(Full).collect();
+    prove_sources_across(provers, sources, rs, ss)
+}
+
+/// What a batch synthesizes into a proving assignment: a circuit run in full, or its witness
+/// with recorded matrices.
+trait Synthesis: Send {
+    fn run(self) -> Result<ProvingAssignment>;
+}
+
+struct Full<C>(C);
+
+impl<C: Circuit<Scalar> + Send> Synthesis for Full<C> {
+    fn run(self) -> Result<ProvingAssignment> {
+        synthesize(self.0)
+    }
+}
+
+struct Precompiled<'m, C> {
+    circuit: C,
+    matrices: &'m ConstraintMatrices,
+}
+
+impl<C: Circuit<Scalar> + Send> Synthesis for Precompiled<'_, C> {
+    fn run(self) -> Result<ProvingAssignment> {
+        self.matrices.synthesize(self.circuit)
+    }
+}
+
+/// [`prove_batch_across`] over any [`Synthesis`].
+fn prove_sources_across<S: Synthesis>(
+    provers: &[Prover],
+    circuits: Vec<S>,
+    rs: &[Scalar],
+    ss: &[Scalar],
+) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
     if rs.len() != circuits.len() || ss.len() != circuits.len() {
         return Err(Error::InvalidInput(format!(
             "{} circuits need as many r and s values, got {} and {}",
@@ -237,7 +290,7 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
                         );
                         let t = Instant::now();
                         let result =
-                            first.span(&lane, &format!("synthesize {i}"), || synthesize(circuit));
+                            first.span(&lane, &format!("synthesize {i}"), || circuit.run());
                         if result.is_ok() {
                             first.tell(BatchProgress::Synthesized {
                                 circuit: i,

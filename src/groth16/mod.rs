@@ -11,6 +11,7 @@ pub mod batch;
 pub mod circuits;
 pub mod engine;
 pub mod params;
+pub mod precompiled;
 pub mod prover;
 pub mod report;
 pub mod synthesis;

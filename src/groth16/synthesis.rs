@@ -105,7 +105,7 @@ impl Density {
     }
 
     /// Tracks one more variable, not (yet) in the query.
-    fn push(&mut self) {
+    pub(super) fn push(&mut self) {
         if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
@@ -114,7 +114,7 @@ impl Density {
 
     /// Records that variable `i` occurs in the query.
     #[inline]
-    fn mark(&mut self, i: usize) {
+    pub(super) fn mark(&mut self, i: usize) {
         debug_assert!(i < self.len);
         let word = &mut self.words[i / 64];
         let bit = 1 << (i % 64);

@@ -1,0 +1,169 @@
+//! Pre-compiled constraint systems: a circuit's matrices recorded once, then each circuit of
+//! that structure synthesized from its witness alone must give exactly what full synthesis
+//! gives, and proofs through it must equal bellperson's byte for byte; a circuit of another
+//! structure must be refused.
+
+mod common;
+
+use std::sync::Arc;
+
+use bellperson::groth16::{create_proof_batch, generate_random_parameters};
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use wgpu_groth16::groth16::circuits::{BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage};
+use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+use wgpu_groth16::groth16::synthesis::synthesize;
+use wgpu_groth16::groth16::{Prover, ProverEngine};
+use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::Error;
+
+/// Inputs allocated after constraints over aux variables, as Filecoin's `inputize` does:
+/// x * y = z over aux, then z as a public input, then input * x = w. With `inputs_first`
+/// the same variables and constraints come in another order.
+#[derive(Clone)]
+struct LateInputs {
+    x: Option<Scalar>,
+    y: Option<Scalar>,
+    inputs_first: bool,
+}
+
+impl Circuit<Scalar> for LateInputs {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let missing = || SynthesisError::AssignmentMissing;
+        let z_value = self.x.zip(self.y).map(|(x, y)| x * y);
+        let input = |cs: &mut CS| cs.alloc_input(|| "z in", || z_value.ok_or_else(missing));
+        let early = if self.inputs_first {
+            Some(input(cs)?)
+        } else {
+            None
+        };
+        let x = cs.alloc(|| "x", || self.x.ok_or_else(missing))?;
+        let y = cs.alloc(|| "y", || self.y.ok_or_else(missing))?;
+        let z = cs.alloc(|| "z", || z_value.ok_or_else(missing))?;
+        cs.enforce(|| "x * y = z", |lc| lc + x, |lc| lc + y, |lc| lc + z);
+        let z_in = match early {
+            Some(v) => v,
+            None => input(cs)?,
+        };
+        cs.enforce(
+            || "z in = z",
+            |lc| lc + z_in,
+            |lc| lc + CS::one(),
+            |lc| lc + z,
+        );
+        let w_value = z_value.zip(self.x).map(|(z, x)| z * x);
+        let w = cs.alloc(|| "w", || w_value.ok_or_else(missing))?;
+        // A coefficient other than ±1, and a variable twice in one combination.
+        let two = Scalar::from(2u64);
+        cs.enforce(
+            || "2 z_in * x = 2 w",
+            |lc| lc + (two, z_in),
+            |lc| lc + x + x - x,
+            |lc| lc + (two, w),
+        );
+        Ok(())
+    }
+}
+
+fn late_inputs(seed: u64, inputs_first: bool) -> LateInputs {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    LateInputs {
+        x: Some(Scalar::random(&mut rng)),
+        y: Some(Scalar::random(&mut rng)),
+        inputs_first,
+    }
+}
+
+/// Matrices recorded from `blank` synthesize `circuit` exactly as full synthesis does.
+fn assert_same_assignment<C: Circuit<Scalar> + Clone>(blank: C, circuit: C) {
+    let matrices = ConstraintMatrices::record(blank).expect("recorded");
+    let ours = matrices.synthesize(circuit.clone()).expect("witness run");
+    let full = synthesize(circuit).expect("full synthesis");
+    assert!(
+        ours == full,
+        "recorded synthesis differs from full synthesis"
+    );
+}
+
+#[test]
+fn recorded_synthesis_equals_full_synthesis() {
+    assert_same_assignment(Sha256Preimage::blank(64), Sha256Preimage::new(&[7u8; 64]));
+    assert_same_assignment(
+        FilecoinLike::blank(12).unwrap(),
+        FilecoinLike::new(12, 3).unwrap(),
+    );
+    let values: Vec<Scalar> = (0..40u64).map(Scalar::from).collect();
+    assert_same_assignment(ManyInputs::blank(40), ManyInputs::new(values));
+    let bits: Vec<bool> = (0..300).map(|i| i % 3 == 0).collect();
+    assert_same_assignment(BitsHeavy::blank(300), BitsHeavy::new(bits));
+    let blank = LateInputs {
+        x: None,
+        y: None,
+        inputs_first: false,
+    };
+    assert_same_assignment(blank, late_inputs(1, false));
+}
+
+#[test]
+fn one_recording_serves_every_witness() {
+    let matrices = ConstraintMatrices::record(FilecoinLike::new(10, 0).unwrap()).unwrap();
+    for seed in 1..4 {
+        let circuit = FilecoinLike::new(10, seed).unwrap();
+        let ours = matrices.synthesize(circuit.clone()).unwrap();
+        assert!(ours == synthesize(circuit).unwrap(), "seed {seed}");
+    }
+}
+
+#[test]
+fn another_structure_is_refused() {
+    let matrices = ConstraintMatrices::record(FilecoinLike::blank(10).unwrap()).unwrap();
+    match matrices.synthesize(FilecoinLike::new(11, 0).unwrap()) {
+        Err(Error::CircuitStructure(why)) => assert!(why.contains("recorded"), "{why}"),
+        other => panic!("a larger circuit was not refused: {other:?}"),
+    }
+    // The same variables and constraints in another order.
+    let matrices = ConstraintMatrices::record(late_inputs(1, false)).unwrap();
+    match matrices.synthesize(late_inputs(1, true)) {
+        Err(Error::CircuitStructure(why)) => assert!(why.contains("another order"), "{why}"),
+        other => panic!("a reordered circuit was not refused: {other:?}"),
+    }
+}
+
+#[test]
+fn precompiled_proofs_equal_bellperson_on_every_engine() {
+    let blank = Sha256Preimage::blank(32);
+    let params = generate_random_parameters::<Bls12, _, _>(
+        blank.clone(),
+        &mut ChaCha20Rng::seed_from_u64(5),
+    )
+    .unwrap();
+    let matrices = ConstraintMatrices::record(blank).unwrap();
+    let circuits: Vec<Sha256Preimage> = (0..3u8).map(|i| Sha256Preimage::new(&[i; 32])).collect();
+    let mut rng = ChaCha20Rng::seed_from_u64(6);
+    let rs: Vec<Scalar> = (0..3).map(|_| Scalar::random(&mut rng)).collect();
+    let ss: Vec<Scalar> = (0..3).map(|_| Scalar::random(&mut rng)).collect();
+    let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone()).unwrap();
+    let mut engines = vec![Arc::new(ProverEngine::cpu())];
+    if let Some(gpu) = common::gpu(common::Target::Native) {
+        engines.push(Arc::new(
+            ProverEngine::on_device(gpu.clone(), MsmConfig::default()).unwrap(),
+        ));
+    }
+    for engine in engines {
+        let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+        let proofs = prover
+            .prove_batch_precompiled(circuits.clone(), &matrices, &rs, &ss)
+            .unwrap();
+        for (ours, theirs) in proofs.iter().zip(&expected) {
+            assert_eq!(
+                common::proof_bytes(ours),
+                common::proof_bytes(theirs),
+                "{}",
+                engine.describe()
+            );
+        }
+    }
+}
