@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
@@ -153,13 +153,7 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     if let Some(note) = engine.device().and_then(software_adapter_note) {
         out.fact("note", note.as_str(), format!("note: {note}"));
     }
-    let ready = Arc::new(OnceLock::new());
-    let prover = {
-        let ready = ready.clone();
-        files_needed.prover(engine.clone(), budget, move |r| {
-            let _ = ready.set(r);
-        })?
-    };
+    let (prover, ready) = files_needed.prover(engine.clone(), budget)?;
     let timeline = args.trace.as_ref().map(|_| Arc::new(Timeline::new()));
     let mut prover = prover.with_progress(Arc::new(move |event| {
         let (what, circuit, took) = match event {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use filecoin_proofs::types::MerkleTreeTrait;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
@@ -155,24 +155,26 @@ impl ParamsFiles {
     /// A prover on `engine` that starts at once while its parameters are read on a thread
     /// of their own (and their bases go to the device where they fit
     /// `resident_bases_budget`): a proof synthesizes meanwhile and waits for them only
-    /// when it needs them. `on_ready` is told when they are ready, and how long they took.
+    /// when it needs them. The second value holds when they were ready, once they are.
     pub fn prover(
         &self,
         engine: Arc<ProverEngine>,
         resident_bases_budget: Option<u64>,
-        on_ready: impl FnOnce(ParamsReady) + Send + 'static,
-    ) -> Result<Prover> {
+    ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
         self.check_present()?;
         let files = self.clone();
+        let ready = Arc::new(OnceLock::new());
+        let told = ready.clone();
         let start = Instant::now();
-        Ok(Prover::loading(engine, resident_bases_budget, move || {
+        let prover = Prover::loading(engine, resident_bases_budget, move || {
             let (params, checked) = files.read_params()?;
-            on_ready(ParamsReady {
+            let _ = told.set(ParamsReady {
                 read: start.elapsed(),
                 checked,
             });
             Ok(params)
-        })?)
+        })?;
+        Ok((prover, ready))
     }
 
     /// A prover error, naming the parameter file when the parameters are at fault.

@@ -3,7 +3,6 @@
 //! run against filecoin-proofs' own prover.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use std::time::Instant;
 
@@ -255,13 +254,7 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
     let t = Instant::now();
     let engine = open_engine(&device.selector()?, None)?;
     let engine_time = t.elapsed();
-    let ready = Arc::new(OnceLock::new());
-    let prover = {
-        let ready = ready.clone();
-        files.prover(engine.clone(), None, move |r| {
-            let _ = ready.set(r);
-        })?
-    };
+    let (prover, ready) = files.prover(engine.clone(), None)?;
     for run in 0..=args.runs {
         let t = Instant::now();
         let proof = seal_commit_phase2(&commit, &prover)?;
