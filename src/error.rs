@@ -137,6 +137,11 @@ pub enum Error {
     #[error("the circuit's structure differs from its recorded constraint matrices: {0}")]
     CircuitStructure(String),
 
+    /// A constraint matrices file that cannot be written or read, or is not the one asked
+    /// for (truncated, damaged, another format version, another circuit's).
+    #[error("constraint matrices file {path}: {reason}")]
+    MatricesFile { path: String, reason: String },
+
     /// A prover's parameters failed to load on its loader thread (the first proof that
     /// waited got the error itself).
     #[error("the prover's parameters failed to load: {0}")]

@@ -6,7 +6,8 @@
 //! is the host side of the field elements the shaders compute on, with the CPU reference
 //! (blstrs) behind the same seam as the GPU kernels; [`curve`] and [`msm`] build Pippenger
 //! multi-scalar multiplication for G1 and G2 on them; [`ntt`] the transforms over Fr that the
-//! H polynomial needs, equal to bellperson's; [`groth16`] synthesizes bellperson circuits,
+//! H polynomial needs, equal to bellperson's; [`sparse`] the products of recorded
+//! constraint matrices with a witness, which feed it; [`groth16`] synthesizes bellperson circuits,
 //! reads `.params` files and proves with them through one engine seam (GPU or CPU);
 //! [`timeline`] records what ran where, for traces; [`cli`] is the command line, whose
 //! output and file handling other binaries of the workspace share.
@@ -19,6 +20,7 @@ pub mod gpu;
 pub mod groth16;
 pub mod msm;
 pub mod ntt;
+pub mod sparse;
 pub mod timeline;
 
 pub use error::{Error, Result};
@@ -37,5 +39,6 @@ pub fn programs() -> Vec<ProgramInfo> {
         ProgramInfo::of::<msm::program::MsmProgram<curve::G1>>(),
         ProgramInfo::of::<msm::program::MsmProgram<curve::G2>>(),
         ProgramInfo::of::<ntt::program::NttProgram>(),
+        ProgramInfo::of::<sparse::program::SparseProgram>(),
     ]
 }

@@ -140,7 +140,7 @@ fn precompiled_proofs_equal_bellperson_on_every_engine() {
         &mut ChaCha20Rng::seed_from_u64(5),
     )
     .unwrap();
-    let matrices = ConstraintMatrices::record(blank).unwrap();
+    let matrices = Arc::new(ConstraintMatrices::record(blank).unwrap());
     let circuits: Vec<Sha256Preimage> = (0..3u8).map(|i| Sha256Preimage::new(&[i; 32])).collect();
     let mut rng = ChaCha20Rng::seed_from_u64(6);
     let rs: Vec<Scalar> = (0..3).map(|_| Scalar::random(&mut rng)).collect();
@@ -157,12 +157,169 @@ fn precompiled_proofs_equal_bellperson_on_every_engine() {
         let proofs = prover
             .prove_batch_precompiled(circuits.clone(), &matrices, &rs, &ss)
             .unwrap();
+        // On a GPU the products ran there, beside the bases.
+        assert_eq!(
+            prover.device_matrices(&matrices).is_some(),
+            engine.usable_gpu().is_some()
+        );
         for (ours, theirs) in proofs.iter().zip(&expected) {
             assert_eq!(
                 common::proof_bytes(ours),
                 common::proof_bytes(theirs),
                 "{}",
                 engine.describe()
+            );
+        }
+    }
+}
+
+/// The sparse-product and gather kernels against the CPU products and query selection, in
+/// both wide-multiply paths, whole and cut into many chunks, output parts and aux parts (a
+/// 4 KiB binding limit: 128 Fr a part, 512 entries a chunk): every value, and zeros past the
+/// last.
+#[test]
+fn device_products_equal_the_cpu_products() {
+    use wgpu_groth16::gpu::vector::PartLayout;
+    use wgpu_groth16::gpu::DeviceVector;
+    use wgpu_groth16::sparse::{ProductLayouts, SparseKernels};
+
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    let bits: Vec<bool> = (0..300).map(|i| i % 3 != 0).collect();
+    let cases: Vec<(&str, Arc<ConstraintMatrices>, _)> = vec![
+        (
+            "late inputs",
+            Arc::new(ConstraintMatrices::record(late_inputs(0, false)).unwrap()),
+            Box::new(|m: &Arc<ConstraintMatrices>| m.witness_assignment(late_inputs(1, false)))
+                as Box<dyn Fn(&Arc<ConstraintMatrices>) -> _>,
+        ),
+        (
+            "bits",
+            Arc::new(ConstraintMatrices::record(BitsHeavy::blank(300)).unwrap()),
+            Box::new(move |m: &Arc<ConstraintMatrices>| {
+                m.witness_assignment(BitsHeavy::new(bits.clone()))
+            }),
+        ),
+        (
+            "FilecoinLike 2^9",
+            Arc::new(ConstraintMatrices::record(FilecoinLike::blank(9).unwrap()).unwrap()),
+            Box::new(|m: &Arc<ConstraintMatrices>| {
+                m.witness_assignment(FilecoinLike::new(9, 4).unwrap())
+            }),
+        ),
+    ];
+    for wide in gpu.supported_wide_muls() {
+        for limit in [None, Some(4096u64)] {
+            let mut kernels = SparseKernels::new(gpu, wide).unwrap();
+            if let Some(limit) = limit {
+                kernels = kernels.with_binding_limit(limit);
+            }
+            for (name, matrices, witness) in &cases {
+                let assignment = witness(matrices).unwrap();
+                let (inputs, aux) = (&assignment.input_assignment, &assignment.aux_assignment);
+                let expected = matrices.products_of(inputs, aux);
+                let layout = |len: usize| {
+                    let log_n = len.next_power_of_two().trailing_zeros();
+                    PartLayout::new(log_n, 32, limit.unwrap_or(1 << 30)).unwrap()
+                };
+                let expected_a: Vec<Scalar> = inputs
+                    .iter()
+                    .copied()
+                    .chain(assignment.a_aux_density.select(aux))
+                    .collect();
+                let expected_b: Vec<Scalar> = assignment
+                    .b_input_density
+                    .select(inputs)
+                    .into_iter()
+                    .chain(assignment.b_aux_density.select(aux))
+                    .collect();
+                let layouts = ProductLayouts {
+                    products: layout(matrices.rows()),
+                    aux: layout(aux.len()),
+                    a: layout(expected_a.len()),
+                    b: layout(expected_b.len()),
+                };
+                let device = kernels.upload(matrices, layouts, None).unwrap();
+                let aux_vector = DeviceVector::upload(gpu, None, aux, layouts.aux).unwrap();
+                let zeros = |layout| DeviceVector::upload(gpu, None, &[], layout).unwrap();
+                let out = [(); 3].map(|_| zeros(layouts.products));
+                let queries = [zeros(layouts.a), zeros(layouts.b)];
+                let done = kernels
+                    .products(&device, inputs, &aux_vector, [&out[0], &out[1], &out[2]])
+                    .unwrap();
+                gpu.wait_for(done).unwrap();
+                let done = kernels
+                    .queries(&device, inputs, &aux_vector, [&queries[0], &queries[1]])
+                    .unwrap();
+                gpu.wait_for(done).unwrap();
+                let results = out.iter().chain(&queries);
+                let expected = expected.iter().chain([&expected_a, &expected_b]);
+                for (which, (vector, expected)) in results.zip(expected).enumerate() {
+                    let mut expected = expected.clone();
+                    expected.resize(vector.len(), Scalar::ZERO);
+                    assert!(
+                        vector.download(gpu).unwrap() == expected,
+                        "{name}, {}, {wide}, limit {limit:?}",
+                        ["A·z", "B·z", "C·z", "A scalars", "B scalars"][which]
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Matrices that do not fit the VRAM budget beside the bases and one proof's buffers stay on
+/// the host: the products run on the CPU, and the proofs are the same.
+#[test]
+fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
+    use wgpu_groth16::groth16::engine::ResidentParams;
+    use wgpu_groth16::sparse::SparseKernels;
+
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    let blank = FilecoinLike::blank(10).unwrap();
+    let params = generate_random_parameters::<Bls12, _, _>(
+        blank.clone(),
+        &mut ChaCha20Rng::seed_from_u64(8),
+    )
+    .unwrap();
+    let matrices = Arc::new(ConstraintMatrices::record(blank).unwrap());
+    let circuits: Vec<FilecoinLike> = (0..2).map(|i| FilecoinLike::new(10, i).unwrap()).collect();
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    let rs: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
+    let ss: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
+    let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone()).unwrap();
+
+    let unlimited = ProverEngine::on_device(gpu.clone(), MsmConfig::default()).unwrap();
+    let ours = wgpu_groth16::groth16::ProvingParameters::from(&params);
+    let (per_proof, workspaces) = unlimited.gpu_engine().unwrap().proof_bytes(&ours).unwrap();
+    let fits = ResidentParams::bytes(&ours) + workspaces + per_proof;
+    for (budget, resident) in [
+        (fits + SparseKernels::bytes_of(&matrices) - 1, false),
+        (fits + SparseKernels::bytes_of(&matrices), true),
+    ] {
+        let engine = Arc::new(
+            ProverEngine::on_device_within(gpu.clone(), MsmConfig::default(), Some(budget))
+                .unwrap(),
+        );
+        let prover = Prover::with_engine(&params, engine, None)
+            .unwrap()
+            .with_workers(1);
+        let proofs = prover
+            .prove_batch_precompiled(circuits.clone(), &matrices, &rs, &ss)
+            .unwrap();
+        assert_eq!(
+            prover.device_matrices(&matrices).is_some(),
+            resident,
+            "budget {budget}"
+        );
+        for (ours, theirs) in proofs.iter().zip(&expected) {
+            assert_eq!(
+                common::proof_bytes(ours),
+                common::proof_bytes(theirs),
+                "budget {budget}"
             );
         }
     }

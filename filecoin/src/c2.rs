@@ -14,10 +14,12 @@ use serde_json::json;
 use wgpu_groth16::cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16::cli::prove::{open_engine, vram_budget};
 use wgpu_groth16::cli::{memory, software_adapter_note, CliError, DeviceArgs};
+use wgpu_groth16::groth16::precompiled::Origin;
 use wgpu_groth16::groth16::{BatchProgress, Checked, ProvingParameters};
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16_filecoin::c1::{parse_prover_id, prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
+use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::{Error, ProofJob, SealCommit};
 
@@ -93,6 +95,26 @@ impl From<wgpu_groth16::Error> for C2Error {
 
 fn seconds(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// How the partitions were synthesized, for `--json`.
+pub fn synthesis_json(path: &SynthesisPath) -> serde_json::Value {
+    match path {
+        SynthesisPath::Matrices { origin, took } => {
+            let (from, file) = match origin {
+                None => ("memory", None),
+                Some(Origin::Loaded(path)) => ("loaded", Some(path)),
+                Some(Origin::Recorded(path)) => ("recorded", path.as_ref()),
+            };
+            json!({
+                "path": "matrices",
+                "matrices": from,
+                "file": file.map(|p| p.display().to_string()),
+                "seconds": seconds(*took),
+            })
+        }
+        SynthesisPath::Full { why } => json!({ "path": "full", "why": why }),
+    }
 }
 
 pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error> {
@@ -171,9 +193,23 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     }
 
     let t = Instant::now();
+    // The constraint matrices first, so that their line comes before the partitions'.
+    let matrices = MatricesCache::by_default();
+    let matrices_ready = matrices.and_then(|cache| match cache.matrices(&commit, &prover) {
+        Ok((_, _, path)) => {
+            eprintln!("c2: {path}");
+            Some(path)
+        }
+        // Proving tries again, and falls back to full synthesis with a warning.
+        Err(_) => None,
+    });
     let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
     let (rs, ss) = (draw(), draw());
-    let proofs = commit.prove_partitions(&prover, &rs, &ss)?;
+    let (proofs, synthesis) = commit.prove_partitions_reporting(&prover, matrices, &rs, &ss)?;
+    let synthesis = match (matrices_ready, synthesis) {
+        (Some(first), SynthesisPath::Matrices { origin: None, .. }) => first,
+        (_, synthesis) => synthesis,
+    };
     let prove_time = t.elapsed();
     let bytes = commit.proof_bytes(&proofs)?;
     let (verified, verify_time) = stage("verify_seal", || commit.verify(&bytes));
@@ -195,6 +231,11 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
         Checked::Before => "their points checked before (same content)",
         Checked::Now => "every point checked now",
     });
+    out.fact(
+        "synthesis",
+        synthesis_json(&synthesis),
+        synthesis.to_string(),
+    );
     out.fact(
         "seconds",
         json!({

@@ -1,6 +1,9 @@
 //! What every Filecoin SNARK shares: a job whose partitions are circuits that filecoin-proofs'
 //! own `CompoundProof::circuit` builds, proved as one batch through our prover (or through
-//! bellperson, to compare), each proof 192 bytes in bellperson's encoding.
+//! bellperson, to compare), each proof 192 bytes in bellperson's encoding. Our prover
+//! synthesizes them from constraint matrices recorded once ([`crate::matrices`]).
+
+use std::sync::Arc;
 
 use bellperson::groth16::{create_proof_batch, Parameters, Proof};
 use bellperson::Circuit;
@@ -9,8 +12,10 @@ use rayon::prelude::*;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::parameter_cache::ParameterSetMetadata;
 use storage_proofs_core::proof::ProofScheme;
+use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
 use wgpu_groth16::groth16::Prover;
 
+use crate::matrices::{MatricesCache, SynthesisPath};
 use crate::params::ParamsFiles;
 use crate::{Error, Result};
 
@@ -36,23 +41,55 @@ pub trait ProofJob {
     /// it proves them, and hands them to `work`.
     fn with_circuits<W: PartitionCircuits>(&self, work: W) -> Result<W::Output>;
 
+    /// What fixes the structure of the job's circuits (the registered proof, which names
+    /// sector size and version, and anything else the circuit is built from that is the
+    /// same for every sector), for the key of their recorded constraint matrices.
+    fn circuit_identity(&self) -> String;
+
+    /// Hands `work` one blank partition circuit (`CompoundProof::blank_circuit`): no
+    /// witness, the constraints of every partition, so the same recorded matrices.
+    fn with_blank_circuit<W: PartitionCircuits>(&self, work: W) -> Result<W::Output>;
+
     /// The partitions' proofs with `rs[k]` and `ss[k]` for partition k, through `prover`
-    /// (which must hold the job's parameters). Not verified.
+    /// (which must hold the job's parameters), from recorded constraint matrices
+    /// ([`MatricesCache::by_default`]). Not verified.
     fn prove_partitions(
         &self,
         prover: &Prover,
         rs: &[Scalar],
         ss: &[Scalar],
     ) -> Result<Vec<Proof<Bls12>>> {
+        Ok(self
+            .prove_partitions_reporting(prover, MatricesCache::by_default(), rs, ss)?
+            .0)
+    }
+
+    /// [`prove_partitions`](Self::prove_partitions) with the matrices of `matrices`, or by
+    /// full synthesis without; and how the circuits were synthesized. Matrices that cannot
+    /// be had, or that the witness check finds the circuits differ from, leave full
+    /// synthesis to prove them (with a warning): a proof is never made from wrong ones.
+    fn prove_partitions_reporting(
+        &self,
+        prover: &Prover,
+        matrices: Option<&MatricesCache>,
+        rs: &[Scalar],
+        ss: &[Scalar],
+    ) -> Result<(Vec<Proof<Bls12>>, SynthesisPath)> {
         struct ProveAll<'a> {
             prover: &'a Prover,
+            matrices: Option<&'a Arc<ConstraintMatrices>>,
             rs: &'a [Scalar],
             ss: &'a [Scalar],
         }
         impl PartitionCircuits for ProveAll<'_> {
             type Output = Vec<Proof<Bls12>>;
             fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
-                Ok(self.prover.prove_batch(circuits, self.rs, self.ss)?)
+                Ok(match self.matrices {
+                    Some(matrices) => self
+                        .prover
+                        .prove_batch_precompiled(circuits, matrices, self.rs, self.ss)?,
+                    None => self.prover.prove_batch(circuits, self.rs, self.ss)?,
+                })
             }
         }
         if rs.len() != self.partitions() || ss.len() != self.partitions() {
@@ -64,11 +101,44 @@ pub trait ProofJob {
             ))));
         }
         let files = self.params_files()?;
-        self.with_circuits(ProveAll { prover, rs, ss })
-            .map_err(|e| match e {
-                Error::Prover(e) => files.params_error(e),
-                other => other,
+        let params_error = |e| match e {
+            Error::Prover(e) => files.params_error(e),
+            other => other,
+        };
+        let why = match matrices.map(|cache| (cache, cache.matrices(self, prover))) {
+            None => "requested".to_string(),
+            Some((_, Err(e))) => format!("no constraint matrices ({e})"),
+            Some((cache, Ok((key, matrices, path)))) => {
+                let recorded = ProveAll {
+                    prover,
+                    matrices: Some(&matrices),
+                    rs,
+                    ss,
+                };
+                match self.with_circuits(recorded) {
+                    Ok(proofs) => return Ok((proofs, path)),
+                    Err(Error::Prover(wgpu_groth16::Error::CircuitStructure(why))) => {
+                        cache.refuse(&key, &why);
+                        format!(
+                            "the circuits differ from their recorded constraint matrices ({why})"
+                        )
+                    }
+                    Err(e) => return Err(params_error(e)),
+                }
+            }
+        };
+        if matrices.is_some() {
+            log::warn!("{why}: proving by full synthesis");
+        }
+        let proofs = self
+            .with_circuits(ProveAll {
+                prover,
+                matrices: None,
+                rs,
+                ss,
             })
+            .map_err(params_error)?;
+        Ok((proofs, SynthesisPath::Full { why }))
     }
 
     /// The partitions' proofs from bellperson's `create_proof_batch` on the same circuits,

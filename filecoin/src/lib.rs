@@ -5,7 +5,9 @@
 //!
 //! [`job`] is what every SNARK of the stack shares: partitions whose circuits filecoin-proofs'
 //! own code builds, proved as one batch by our prover or, to compare, by bellperson;
-//! [`c1`] reads phase-1 outputs (filecoin-proofs-api's JSON, and Curio's wrapper of it);
+//! [`matrices`] keeps their constraint matrices, recorded once, so that a proof runs only the
+//! circuits' witness computation; [`c1`] reads phase-1 outputs (filecoin-proofs-api's JSON,
+//! and Curio's wrapper of it);
 //! [`params`] finds a proof's parameter files where filecoin-proofs looks for them;
 //! [`porep`] checks a phase-1 output against its sector, proves it and verifies the result
 //! with the stack; [`post`] and [`update`] prove Winning / Window PoSt and SnapDeals from
@@ -48,6 +50,7 @@ macro_rules! with_tree {
 pub mod c1;
 pub mod error;
 pub mod job;
+pub mod matrices;
 pub mod params;
 pub mod porep;
 pub mod post;

@@ -31,6 +31,7 @@ use wgpu_groth16::groth16::{ParamsShape, Prover};
 
 use crate::error::sector_size_name;
 use crate::job::{compound_circuits, proofs_to_bytes, PartitionCircuits, ProofJob};
+use crate::matrices::{MatricesCache, SynthesisPath};
 use crate::params::ParamsFiles;
 use crate::{Error, Result};
 
@@ -188,12 +189,36 @@ impl ProofJob for SealCommit {
     fn with_circuits<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
         with_tree!(self.sector_size(), Tree => run_on_circuits::<Tree, W>(self, work))
     }
+
+    /// The registered proof and its PoRep id, which fix the sector size, the challenges and
+    /// the graph the circuit checks.
+    fn circuit_identity(&self) -> String {
+        format!(
+            "{:?} porep-id {}",
+            self.registered_proof(),
+            hex(&self.config().porep_id)
+        )
+    }
+
+    fn with_blank_circuit<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
+        with_tree!(self.sector_size(), Tree => run_on_blank::<Tree, W>(self, work))
+    }
 }
 
 /// C2 as filecoin-proofs does it, with r and s from the operating system: check the C1
 /// output, prove its partitions with `prover` (holding this proof's parameters), and
 /// return the proof bytes only once `verify_seal` accepts them.
 pub fn seal_commit_phase2(commit: &SealCommit, prover: &Prover) -> Result<Vec<u8>> {
+    Ok(seal_commit_phase2_reporting(commit, prover, MatricesCache::by_default())?.0)
+}
+
+/// [`seal_commit_phase2`] with the constraint matrices of `matrices` (full synthesis
+/// without), and how the partitions were synthesized.
+pub fn seal_commit_phase2_reporting(
+    commit: &SealCommit,
+    prover: &Prover,
+    matrices: Option<&MatricesCache>,
+) -> Result<(Vec<u8>, SynthesisPath)> {
     commit.check_vanilla_proofs()?;
     let draw = || -> Vec<Scalar> {
         (0..commit.partitions())
@@ -201,10 +226,10 @@ pub fn seal_commit_phase2(commit: &SealCommit, prover: &Prover) -> Result<Vec<u8
             .collect()
     };
     let (rs, ss) = (draw(), draw());
-    let proofs = commit.prove_partitions(prover, &rs, &ss)?;
+    let (proofs, path) = commit.prove_partitions_reporting(prover, matrices, &rs, &ss)?;
     let bytes = commit.proof_bytes(&proofs)?;
     commit.verify(&bytes)?;
-    Ok(bytes)
+    Ok((bytes, path))
 }
 
 /// The statement's public inputs, as the stack builds them in `seal_commit_phase2`.
@@ -372,6 +397,18 @@ fn run_on_circuits<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
         StackedCompound<Tree, DefaultPieceHasher>,
     >(&inputs, &proofs, &params.vanilla_params)?;
     work.run(circuits)
+}
+
+fn run_on_blank<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
+    commit: &SealCommit,
+    work: W,
+) -> Result<W::Output> {
+    let params = compound_params::<Tree>(commit)?;
+    let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::blank_circuit(&params.vanilla_params);
+    work.run(vec![blank])
 }
 
 fn aggregate<Tree: 'static + MerkleTreeTrait>(

@@ -121,6 +121,42 @@ impl ProofJob for PostJob {
     fn with_circuits<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
         with_tree!(u64::from(self.proof.sector_size()), Tree => post_circuits::<Tree, W>(self, work))
     }
+
+    /// The registered proof: it fixes the sector size, the sectors a circuit checks and
+    /// their challenges.
+    fn circuit_identity(&self) -> String {
+        format!("{:?}", self.proof)
+    }
+
+    fn with_blank_circuit<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
+        with_tree!(u64::from(self.proof.sector_size()), Tree => post_blank::<Tree, W>(self, work))
+    }
+}
+
+/// The public parameters of `config`'s PoSt in `partitions` partitions.
+fn post_public_params<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+    partitions: Option<usize>,
+) -> Result<compound_proof::PublicParams<'static, FallbackPoSt<'static, Tree>>> {
+    let vanilla_params = match config.typ {
+        PoStType::Winning => winning_post_setup_params(config)?,
+        PoStType::Window => window_post_setup_params(config),
+    };
+    Ok(FallbackPoStCompound::setup(&compound_proof::SetupParams {
+        vanilla_params,
+        partitions,
+        priority: config.priority,
+    })?)
+}
+
+fn post_blank<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
+    job: &PostJob,
+    work: W,
+) -> Result<W::Output> {
+    let public_params = post_public_params::<Tree>(&job.config(), None)?;
+    work.run(vec![FallbackPoStCompound::<Tree>::blank_circuit(
+        &public_params.vanilla_params,
+    )])
 }
 
 fn post_circuits<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
@@ -144,22 +180,14 @@ fn post_circuits<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
         as_safe_commitment(&job.randomness, "randomness")?;
     let prover_id: <Tree::Hasher as Hasher>::Domain =
         as_safe_commitment(&job.prover_id, "prover_id")?;
-    let (vanilla_params, partitions) = match config.typ {
-        PoStType::Winning => (winning_post_setup_params(&config)?, None),
+    let partitions = match config.typ {
+        PoStType::Winning => None,
         PoStType::Window => {
             let count = sectors.len().div_ceil(config.sector_count);
-            (
-                window_post_setup_params(&config),
-                (count > 1).then_some(count),
-            )
+            (count > 1).then_some(count)
         }
     };
-    let public_params: compound_proof::PublicParams<'_, FallbackPoSt<'_, Tree>> =
-        FallbackPoStCompound::setup(&compound_proof::SetupParams {
-            vanilla_params,
-            partitions,
-            priority: config.priority,
-        })?;
+    let public_params = post_public_params::<Tree>(&config, partitions)?;
     let public_inputs = fallback::PublicInputs {
         randomness,
         prover_id,

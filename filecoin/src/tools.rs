@@ -17,15 +17,17 @@ use serde_json::json;
 use wgpu_groth16::cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16::cli::prove::open_engine;
 use wgpu_groth16::cli::{CliError, DeviceArgs};
-use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, Origin};
 use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
 use wgpu_groth16_filecoin::job::PartitionCircuits;
+use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
 use wgpu_groth16_filecoin::params::ParamsFiles;
+use wgpu_groth16_filecoin::porep::seal_commit_phase2_reporting;
 use wgpu_groth16_filecoin::sealing::{generate_parameters, seal_random_sector};
 use wgpu_groth16_filecoin::Error;
-use wgpu_groth16_filecoin::{seal_commit_phase2, ProofJob, SealCommit};
+use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
 use crate::c2::C2Error;
 
@@ -179,6 +181,10 @@ pub struct BenchC2Args {
     /// Skip filecoin-proofs' own seal_commit_phase2 (CPU).
     #[arg(long)]
     no_baseline: bool,
+    /// Synthesize every constraint of every proof, without recorded constraint matrices
+    /// (as WGPU_GROTH16_FULL_SYNTHESIS=1 does): to compare.
+    #[arg(long)]
+    full_synthesis: bool,
 }
 
 /// Partition 0's synthesis in full beside the recorded-matrices path (issue 16): recording
@@ -236,6 +242,31 @@ fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
     ))
 }
 
+/// A table cell for how a run synthesized: the matrices' origin and the time getting them
+/// took (part of the run's), or full synthesis and why.
+fn synthesis_cell(path: &SynthesisPath) -> String {
+    match path {
+        SynthesisPath::Matrices { origin: None, .. } => "matrices in memory".into(),
+        SynthesisPath::Matrices {
+            origin: Some(Origin::Loaded(_)),
+            took,
+        } => format!("matrices loaded ({:.2})", took.as_secs_f64()),
+        SynthesisPath::Matrices {
+            origin: Some(Origin::Recorded(written)),
+            took,
+        } => format!(
+            "matrices recorded{} ({:.2})",
+            if written.is_some() {
+                " and written"
+            } else {
+                ""
+            },
+            took.as_secs_f64()
+        ),
+        SynthesisPath::Full { why } => format!("full ({why})"),
+    }
+}
+
 /// Ours beside filecoin-proofs' `seal_commit_phase2` (bellperson on the CPU: this build has
 /// no CUDA or OpenCL), on one C1 output, both through `verify_seal`.
 pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> {
@@ -249,28 +280,33 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
         commit.registered_proof(),
         commit.partitions()
     );
-    println!("| prover | run | engine open | parameters ready (after opening) | seal_commit_phase2 (vanilla check, proof, verify_seal) | bytes | verify_seal |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| prover | run | engine open | parameters ready (after opening) | synthesis | seal_commit_phase2 (vanilla check, proof, verify_seal) | bytes | verify_seal |");
+    println!("|---|---|---|---|---|---|---|---|");
     let t = Instant::now();
     let engine = open_engine(&device.selector()?, None)?;
     let engine_time = t.elapsed();
     let (prover, ready) = files.prover(engine.clone(), None)?;
     for run in 0..=args.runs {
         let t = Instant::now();
-        let proof = seal_commit_phase2(&commit, &prover)?;
+        let matrices = match args.full_synthesis {
+            true => None,
+            false => MatricesCache::by_default(),
+        };
+        let (proof, synthesis) = seal_commit_phase2_reporting(&commit, &prover, matrices)?;
         let took = t.elapsed();
         let params = match (run, ready.get()) {
             (0, Some(r)) => format!("{:.2} (checked {:?})", r.read.as_secs_f64(), r.checked),
             _ => "loaded".into(),
         };
         println!(
-            "| ours ({}) | {run} | {:.2} | {params} | {:.2} | {} | accepts |",
+            "| ours ({}) | {run} | {:.2} | {params} | {} | {:.2} | {} | accepts |",
             engine.describe(),
             if run == 0 {
                 engine_time.as_secs_f64()
             } else {
                 0.0
             },
+            synthesis_cell(&synthesis),
             took.as_secs_f64(),
             proof.len()
         );
@@ -311,7 +347,7 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
         // checked again the same way as ours.
         commit.verify(&output.proof)?;
         println!(
-            "| filecoin-proofs (bellperson, CPU, {} threads) | 0 | - | (inside) | {:.2} | {} | accepts |",
+            "| filecoin-proofs (bellperson, CPU, {} threads) | 0 | - | (inside) | full | {:.2} | {} | accepts |",
             rayon::current_num_threads(),
             took.as_secs_f64(),
             output.proof.len()

@@ -9,7 +9,8 @@ use filecoin_proofs_api::{Commitment, RegisteredUpdateProof};
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{
-    EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams,
+    EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
+    PublicInputs, SetupParams,
 };
 
 use crate::job::{compound_circuits, PartitionCircuits, ProofJob};
@@ -69,6 +70,39 @@ impl ProofJob for UpdateJob {
     fn with_circuits<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
         with_tree!(u64::from(self.proof.sector_size()), Tree => update_circuits::<Tree, W>(self, work))
     }
+
+    /// The registered proof: it fixes the sector size and the challenges.
+    fn circuit_identity(&self) -> String {
+        format!("{:?}", self.proof)
+    }
+
+    fn with_blank_circuit<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
+        with_tree!(u64::from(self.proof.sector_size()), Tree => update_blank::<Tree, W>(self, work))
+    }
+}
+
+fn update_public_params<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    config: &SectorUpdateConfig,
+) -> Result<compound_proof::PublicParams<'static, EmptySectorUpdate<Tree>>> {
+    Ok(EmptySectorUpdateCompound::<Tree>::setup(
+        &compound_proof::SetupParams {
+            vanilla_params: SetupParams {
+                sector_bytes: u64::from(config.sector_size),
+            },
+            partitions: Some(usize::from(config.update_partitions)),
+            priority: false,
+        },
+    )?)
+}
+
+fn update_blank<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, W: PartitionCircuits>(
+    job: &UpdateJob,
+    work: W,
+) -> Result<W::Output> {
+    let public_params = update_public_params::<Tree>(&job.config())?;
+    work.run(vec![EmptySectorUpdateCompound::<Tree>::blank_circuit(
+        &public_params.vanilla_params,
+    )])
 }
 
 fn update_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, W: PartitionCircuits>(
@@ -88,13 +122,7 @@ fn update_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, W: Par
         comm_r_new: commitment(&job.comm_r_new, "comm_r_new")?,
         h: config.h,
     };
-    let public_params = EmptySectorUpdateCompound::<Tree>::setup(&compound_proof::SetupParams {
-        vanilla_params: SetupParams {
-            sector_bytes: u64::from(config.sector_size),
-        },
-        partitions: Some(usize::from(config.update_partitions)),
-        priority: false,
-    })?;
+    let public_params = update_public_params::<Tree>(&config)?;
     let vanilla: Vec<PartitionProof<Tree>> = job
         .vanilla_proofs
         .iter()

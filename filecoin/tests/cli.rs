@@ -23,6 +23,7 @@ fn cli(args: &[&str]) -> Command {
         command.env_remove(var);
     }
     command.env("FIL_PROOFS_PARAMETER_CACHE", common::parameter_cache());
+    command.env("WGPU_GROTH16_PARAMS_CACHE", common::user_cache());
     command
 }
 

@@ -9,6 +9,9 @@
 
 mod common;
 
+use std::sync::OnceLock;
+
+use wgpu_groth16::groth16::ProvingParameters;
 use wgpu_groth16_filecoin::job::{ProofJob, PARTITION_PROOF_BYTES};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::{Error, SealCommit};
@@ -18,12 +21,22 @@ fn commit() -> SealCommit {
     SealCommit::new(sealed.phase1.clone(), sealed.prover_id, sealed.sector_id).expect("a valid C1")
 }
 
+/// Seed of the parameters and r, s of [`bellperson_reference`].
+const SEED: u64 = 2048;
+
+/// Our proofs equal bellperson's (checked once per test binary): the parameters, and
+/// bellperson's bytes.
+fn bellperson_reference() -> &'static (ProvingParameters, Vec<u8>) {
+    static REFERENCE: OnceLock<(ProvingParameters, Vec<u8>)> = OnceLock::new();
+    REFERENCE.get_or_init(|| common::assert_equal_to_bellperson(&commit(), SEED))
+}
+
 #[test]
 fn the_2kib_partition_proof_equals_bellperson_byte_for_byte() {
     let commit = commit();
     commit.check_vanilla_proofs().expect("vanilla proofs hold");
     assert_eq!(commit.partitions(), 1);
-    let (params, expected) = common::assert_equal_to_bellperson(&commit, 2048);
+    let (params, expected) = bellperson_reference();
     assert_eq!(expected.len(), PARTITION_PROOF_BYTES);
 
     // The parameters are not a setup, so verify_seal must refuse the proof, with their
@@ -31,8 +44,11 @@ fn the_2kib_partition_proof_equals_bellperson_byte_for_byte() {
     let files = ParamsFiles::seal(common::PROOF).expect("paths");
     let mut vk = Vec::new();
     params.vk.write(&mut vk).expect("vk bytes");
-    std::fs::write(&files.vk, vk).expect("vk file");
-    let err = commit.verify(&expected).unwrap_err();
+    // Whole or not at all: other tests read it for their matrices' key meanwhile.
+    let partial = files.vk.with_extension("vk.partial");
+    std::fs::write(&partial, vk).expect("vk file");
+    std::fs::rename(&partial, &files.vk).expect("vk file");
+    let err = commit.verify(expected).unwrap_err();
     assert!(matches!(err, Error::Verification { .. }), "{err}");
 }
 
@@ -125,4 +141,90 @@ fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
         recorded == full,
         "recorded synthesis differs from full synthesis"
     );
+}
+
+/// The matrices of the stack's blank partition circuit are those of the real one (recording
+/// never calls the circuit's alloc closures); they are recorded and written once, then kept
+/// in memory, then loaded from their file by another process' cache.
+#[test]
+fn the_blank_circuit_records_the_matrices_of_the_real_one_once() {
+    use bellperson::Circuit;
+    use blstrs::Scalar;
+    use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, Origin};
+    use wgpu_groth16_filecoin::job::PartitionCircuits;
+    use wgpu_groth16_filecoin::matrices::{matrices_key, MatricesCache, SynthesisPath};
+
+    struct Record;
+    impl PartitionCircuits for Record {
+        type Output = ConstraintMatrices;
+        fn run<C: Circuit<Scalar> + Send>(
+            self,
+            mut circuits: Vec<C>,
+        ) -> wgpu_groth16_filecoin::Result<ConstraintMatrices> {
+            Ok(ConstraintMatrices::record(circuits.remove(0))?)
+        }
+    }
+    let commit = commit();
+    // The reference's parameters: their verifying key is the one another test writes to
+    // the `.vk` file, which the key is read from once it is there.
+    let prover = common::cpu_prover(&bellperson_reference().0);
+    let dir = common::scratch().join("matrices-once");
+    let cache = MatricesCache::in_folder(&dir);
+    let (key, blank, path) = cache.matrices(&commit, &prover).expect("recorded");
+    let file = key.path_in(&dir);
+    assert!(
+        matches!(&path, SynthesisPath::Matrices { origin: Some(Origin::Recorded(Some(p))), .. } if *p == file),
+        "{path}"
+    );
+    let real = commit.with_circuits(Record).expect("recorded");
+    assert!(*blank == real, "the blank circuit records other matrices");
+    let (_, _, path) = cache.matrices(&commit, &prover).expect("kept");
+    assert!(
+        matches!(path, SynthesisPath::Matrices { origin: None, .. }),
+        "{path}"
+    );
+    let (_, loaded, path) = MatricesCache::in_folder(&dir)
+        .matrices(&commit, &prover)
+        .expect("loaded");
+    assert!(
+        matches!(&path, SynthesisPath::Matrices { origin: Some(Origin::Loaded(p)), .. } if *p == file),
+        "{path}"
+    );
+    assert!(*loaded == real);
+    assert_eq!(key, matrices_key(&commit, &prover).unwrap());
+}
+
+/// Matrices of another circuit under the partition's key (a stale or foreign file) are
+/// refused by the witness check: full synthesis proves it, still equal to bellperson's, and
+/// the cache goes straight to full synthesis afterwards.
+#[test]
+fn wrong_matrices_fall_back_to_full_synthesis_and_the_same_proof() {
+    use wgpu_groth16::groth16::circuits::FilecoinLike;
+    use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+    use wgpu_groth16_filecoin::job::proofs_to_bytes;
+    use wgpu_groth16_filecoin::matrices::{matrices_key, MatricesCache, SynthesisPath};
+
+    let commit = commit();
+    // The reference's parameters, for the same reason as above.
+    let (params, expected) = bellperson_reference();
+    let prover = common::cpu_prover(params);
+    let dir = common::scratch().join("matrices-wrong");
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = matrices_key(&commit, &prover).expect("key");
+    ConstraintMatrices::record(FilecoinLike::blank(10).unwrap())
+        .unwrap()
+        .write_to(&key.path_in(&dir), &key)
+        .unwrap();
+    let cache = MatricesCache::in_folder(&dir);
+    let (rs, ss) = common::draw_rs_ss(&commit, SEED);
+    let (proofs, path) = commit
+        .prove_partitions_reporting(&prover, Some(&cache), &rs, &ss)
+        .expect("proved by full synthesis");
+    assert!(
+        matches!(&path, SynthesisPath::Full { why } if why.contains("differ")),
+        "{path}"
+    );
+    assert!(proofs_to_bytes(&proofs).unwrap() == *expected);
+    let err = cache.matrices(&commit, &prover).unwrap_err();
+    assert!(err.to_string().contains("refused before"), "{err}");
 }

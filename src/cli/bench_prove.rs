@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use crate::gpu::context::select_adapters;
 use crate::gpu::{AdapterSelector, GpuContext};
-use crate::groth16::batch::prove_batch_across;
+use crate::groth16::batch::{prove_batch_across, prove_batch_precompiled_across};
 use crate::groth16::circuits::FilecoinLike;
+use crate::groth16::precompiled::ConstraintMatrices;
 use crate::groth16::synthesis::synthesize;
 use crate::groth16::{ProveReport, Prover, ProvingParameters};
 use crate::groth16::{ProverEngine, Step};
@@ -26,8 +27,20 @@ use super::output::OutputPlan;
 use super::prove::proof_bytes;
 use super::{CliError, CliResult};
 
+/// How a benchmark's circuits are synthesized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SynthesisPath {
+    /// Every linear combination built and evaluated, per proof.
+    Full,
+    /// The matrices recorded once; per proof the witness alone, and the products where the
+    /// engine runs.
+    Recorded,
+}
+
 pub struct ProveOptions {
     pub log_n: Vec<u32>,
+    /// Each a run.
+    pub synthesis: Vec<SynthesisPath>,
     pub batches: Vec<usize>,
     /// Workers per device; each value is a run.
     pub workers: Vec<usize>,
@@ -82,8 +95,10 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         ms(t.elapsed()),
         rayon::current_num_threads()
     );
-    println!("| constraints | batch | devices x workers | synthesis (each circuit; in parallel, beside the proving) | staging (uploads) | scalar selection + A, B uploads (beside H, MSM H, L) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | assembly | after synthesis | total | GPU-step coverage | bellperson CPU | speed-up | equal | peak RSS |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| constraints | batch | synthesis path | devices x workers | synthesis (each circuit; in parallel, beside the proving) | staging (uploads) | products (a, b, c from the witness) | scalar selection + A, B uploads (beside H, MSM H, L) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | assembly | after synthesis | total | GPU-step coverage | bellperson CPU | speed-up | equal | peak RSS |");
+    println!(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     let mut all_equal = true;
     let timeline = Arc::new(Timeline::new());
     for &log_n in &options.log_n {
@@ -101,7 +116,29 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 .map(|i| Scalar::random(ChaCha20Rng::seed_from_u64(salt * 1000 + i)))
                 .collect()
         };
-        for &workers in &options.workers {
+        let mut matrices = None;
+        for (&path, &workers) in options
+            .synthesis
+            .iter()
+            .flat_map(|path| options.workers.iter().map(move |workers| (path, workers)))
+        {
+            let matrices = match path {
+                SynthesisPath::Full => None,
+                SynthesisPath::Recorded => Some(match &matrices {
+                    Some(recorded) => Arc::clone(recorded),
+                    None => {
+                        let t = Instant::now();
+                        let recorded =
+                            Arc::new(ConstraintMatrices::record(FilecoinLike::blank(log_n)?)?);
+                        println!(
+                            "2^{log_n}: matrices recorded in {} ({:.1} MiB)",
+                            ms(t.elapsed()),
+                            recorded.bytes() as f64 / (1u64 << 20) as f64
+                        );
+                        matrices.insert(recorded).clone()
+                    }
+                }),
+            };
             let provers = engines
                 .iter()
                 .map(|engine| {
@@ -110,19 +147,33 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                         .with_timeline(timeline.clone()))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            // One proof per device untimed: clocks up, buffers and tables made.
+            let prove = |circuits: Vec<FilecoinLike>, rs: &[Scalar], ss: &[Scalar]| match &matrices
+            {
+                None => prove_batch_across(&provers, circuits, rs, ss),
+                Some(matrices) => {
+                    prove_batch_precompiled_across(&provers, circuits, matrices, rs, ss)
+                }
+            };
+            // One proof per device untimed: clocks up, buffers, tables and matrices made.
             for prover in &provers {
-                prover.prove_batch(circuits(1)?, &randomness(1, 1), &randomness(1, 2))?;
+                let (one, r, s) = (circuits(1)?, randomness(1, 1), randomness(1, 2));
+                match &matrices {
+                    None => prover.prove_batch(one, &r, &s)?,
+                    Some(matrices) => prover.prove_batch_precompiled(one, matrices, &r, &s)?,
+                };
             }
             for &batch in &options.batches {
                 let (rs, ss) = (randomness(batch, 1), randomness(batch, 2));
                 let circuits = circuits(batch)?;
                 let from = timeline.elapsed();
                 let t = Instant::now();
-                let (proofs, report) = prove_batch_across(&provers, circuits.clone(), &rs, &ss)?;
+                let (proofs, report) = prove(circuits.clone(), &rs, &ss)?;
                 let total = t.elapsed();
                 let coverage = step_coverage(&timeline, from, provers.len());
-                let check = options.check && batch == 1 && workers == options.workers[0];
+                let check = options.check
+                    && batch == 1
+                    && workers == options.workers[0]
+                    && path == options.synthesis[0];
                 let (cpu, equal) = if check {
                     let t = Instant::now();
                     let expected =
@@ -137,7 +188,8 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 };
                 all_equal &= equal != Some(false);
                 let layout = format!("{} x {}", provers.len(), provers[0].workers());
-                print_row(&report, &layout, total, coverage, cpu, equal);
+                let path = format!("{path:?}").to_lowercase();
+                print_row(&report, &path, &layout, total, coverage, cpu, equal);
             }
         }
     }
@@ -155,6 +207,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
 
 fn print_row(
     report: &ProveReport,
+    path: &str,
     layout: &str,
     total: Duration,
     coverage: Vec<f64>,
@@ -172,7 +225,7 @@ fn print_row(
         .collect::<Vec<_>>()
         .join(" / ");
     println!(
-        "| {} | {} | {layout} | {each} | {} | {} | {coverage} | {} | {speed_up} | {} | {} |",
+        "| {} | {} | {path} | {layout} | {each} | {} | {} | {coverage} | {} | {speed_up} | {} | {} |",
         report.constraints,
         report.proofs,
         ms(per(report.after_synthesis())),

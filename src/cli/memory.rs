@@ -8,7 +8,7 @@ use super::{CliError, CliResult};
 /// `/proc/meminfo`, lowered to the room under the process's cgroup (v2) limit, as in a
 /// container. `None` where neither is known (other systems): then nothing is refused.
 pub fn available() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let meminfo = read_small("/proc/meminfo");
     let machine = meminfo.as_deref().and_then(mem_available);
     match (machine, cgroup_room()) {
         (Some(machine), Some(room)) => Some(machine.min(room)),
@@ -28,15 +28,28 @@ fn mem_available(meminfo: &str) -> Option<u64> {
 /// The limit of this process's cgroup (v2) less what the cgroup uses; `None` without a
 /// limit.
 fn cgroup_room() -> Option<u64> {
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let cgroup = read_small("/proc/self/cgroup")?;
     let dir = cgroup.lines().find_map(|line| line.strip_prefix("0::"))?;
     let read = |file: &str| -> Option<u64> {
         let path = format!("/sys/fs/cgroup{}/{file}", dir.trim_end_matches('/'));
-        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+        read_small(&path)?.trim().parse().ok()
     };
     // "max" (no limit) does not parse.
     let limit = read("memory.max")?;
     Some(limit.saturating_sub(read("memory.current").unwrap_or(0)))
+}
+
+/// The first 64 KiB of a small system file: a file that should be small is never read
+/// without bound.
+fn read_small(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(64 << 10)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 /// Refuses `job` when the least it needs, `needed` bytes (`why`: how that was counted), is

@@ -204,6 +204,11 @@ enum BenchCommand {
         /// Spread each batch over the best N adapters of the selection.
         #[arg(long, default_value_t = 1)]
         gpus: usize,
+        /// How circuits are synthesized: `full` (every linear combination built and
+        /// evaluated) or `recorded` (the matrices recorded once, then each proof runs the
+        /// witness alone and the products where the engine runs); a comma list runs each.
+        #[arg(long, value_delimiter = ',', default_value = "full")]
+        synthesis: Vec<bench_prove::SynthesisPath>,
     },
 }
 
@@ -424,6 +429,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             trace,
             workers,
             gpus,
+            synthesis,
         } => bench_prove::prove(
             selector,
             &bench_prove::ProveOptions {
@@ -431,6 +437,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                 batches: batch,
                 workers,
                 gpus,
+                synthesis,
                 check: !no_check,
                 trace,
             },

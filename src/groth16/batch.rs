@@ -7,10 +7,14 @@
 //! stages while another computes. Each waits only on its own submissions (see
 //! `GpuContext::wait_for`), so one worker's waiting never holds another's work back.
 //! ../shared/DESIGN.md §6 has the reasoning.
+//!
+//! Synthesis runs only as far ahead of the proofs as the host budget holds synthesized
+//! circuits ([`Prover::with_host_budget`]): a 2^27 circuit's assignment takes ~16 GiB, and a
+//! batch of ten synthesized at once would not fit the host.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::Proof;
@@ -18,7 +22,6 @@ use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_core::{OsRng, RngCore};
-use rayon::prelude::*;
 
 use super::engine::ProverConfig;
 use super::params::ProvingParameters;
@@ -75,15 +78,12 @@ impl Prover {
     pub fn prove_batch_precompiled<C: Circuit<Scalar> + Send>(
         &self,
         circuits: Vec<C>,
-        matrices: &ConstraintMatrices,
+        matrices: &Arc<ConstraintMatrices>,
         rs: &[Scalar],
         ss: &[Scalar],
     ) -> Result<Vec<Proof<Bls12>>> {
-        let sources = circuits
-            .into_iter()
-            .map(|circuit| Precompiled { circuit, matrices })
-            .collect();
-        Ok(prove_sources_across(std::slice::from_ref(self), sources, rs, ss)?.0)
+        let provers = std::slice::from_ref(self);
+        Ok(prove_batch_precompiled_across(provers, circuits, matrices, rs, ss)?.0)
     }
 
     /// [`prove_batch`](Self::prove_batch) and the time each step took.
@@ -96,6 +96,9 @@ impl Prover {
         prove_batch_across(std::slice::from_ref(self), circuits, rs, ss)
     }
 }
+
+/// What synthesis sends the hand-over: circuit i, synthesized in the time given, or its error.
+type SynthesisOutcome = (usize, Result<(Synthesized, Duration)>);
 
 /// One proof with the process's shared engine. For several proofs with the same parameters,
 /// make a [`Prover`] once: it keeps the bases on the device.
@@ -142,21 +145,21 @@ struct Queue {
 
 #[derive(Default)]
 struct QueueState {
-    ready: VecDeque<(usize, ProvingAssignment)>,
+    ready: VecDeque<(usize, Synthesized)>,
     /// No more circuits will come (all handed over, or the batch failed).
     closed: bool,
     error: Option<Error>,
 }
 
 impl Queue {
-    fn push(&self, item: (usize, ProvingAssignment)) {
+    fn push(&self, item: (usize, Synthesized)) {
         self.lock().ready.push_back(item);
         self.changed.notify_one();
     }
 
     /// The next circuit, waiting for one; `None` once the queue is closed and empty or the
     /// batch failed.
-    fn pop(&self) -> Option<(usize, ProvingAssignment)> {
+    fn pop(&self) -> Option<(usize, Synthesized)> {
         let mut state = self.lock();
         loop {
             if state.error.is_some() {
@@ -186,8 +189,112 @@ impl Queue {
         self.changed.notify_all();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A synthesized circuit and its slot of the host budget, given back once the assignment's
+/// memory is.
+struct Synthesized {
+    assignment: ProvingAssignment,
+    /// Declared after `assignment`, so dropped after it.
+    _slot: Slot,
+}
+
+/// Room in the host budget for synthesized circuits, counted in circuits. Synthesis takes a
+/// slot before it starts a circuit; the slot comes back when the circuit's assignment is
+/// dropped (after its proof, or when the batch fails).
+///
+/// Slots go to circuits in index order, the slot and the index taken together: no later
+/// circuit holds a slot while an earlier one waits for one. The slots are then held by
+/// circuits being synthesized, waiting to be handed over behind earlier ones, or proving,
+/// and each of those finishes without a further slot, so the in-order hand-over always gets
+/// its next circuit.
+struct Slots {
+    state: Mutex<SlotState>,
+    changed: Condvar,
+}
+
+struct SlotState {
+    /// Slots in all: one while circuit 0's size is unknown.
+    limit: usize,
+    held: usize,
+    /// The most held at once.
+    peak: usize,
+    /// The next circuit to synthesize, and how many there are.
+    next: usize,
+    count: usize,
+    /// No more circuits are taken: the batch failed, or a circuit's synthesis did.
+    stopped: bool,
+}
+
+impl Slots {
+    fn new(limit: usize, count: usize) -> Arc<Self> {
+        Arc::new(Slots {
+            state: Mutex::new(SlotState {
+                limit,
+                held: 0,
+                peak: 0,
+                next: 0,
+                count,
+                stopped: false,
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    /// The next circuit to synthesize and its slot, waiting for a free slot; `None` once
+    /// every circuit is taken or the slots are stopped.
+    fn claim(self: &Arc<Self>) -> Option<(usize, Slot)> {
+        let mut state = self.lock();
+        loop {
+            if state.stopped || state.next >= state.count {
+                return None;
+            }
+            if state.held < state.limit {
+                break;
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        let i = state.next;
+        state.next += 1;
+        state.held += 1;
+        state.peak = state.peak.max(state.held);
+        if state.next == state.count {
+            // Waiters find nothing left to take.
+            self.changed.notify_all();
+        }
+        Some((i, Slot(self.clone())))
+    }
+
+    fn set_limit(&self, limit: usize) {
+        self.lock().limit = limit;
+        self.changed.notify_all();
+    }
+
+    /// Takes no more circuits, and wakes those waiting for a slot.
+    fn stop(&self) {
+        self.lock().stopped = true;
+        self.changed.notify_all();
+    }
+
+    fn peak(&self) -> usize {
+        self.lock().peak
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One circuit's slot of the host budget, given back when dropped.
+struct Slot(Arc<Slots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.lock().held -= 1;
+        self.0.changed.notify_all();
     }
 }
 
@@ -201,7 +308,27 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
     ss: &[Scalar],
 ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
     let sources = circuits.into_iter().map(Full).collect();
-    prove_sources_across(provers, sources, rs, ss)
+    prove_sources_across(provers, sources, None, rs, ss)
+}
+
+/// [`prove_batch_across`] of circuits whose constraint matrices were recorded: each is
+/// synthesized from its witness alone, and its proof computes a, b, c where its engine runs
+/// (see [`ConstraintMatrices`]).
+pub fn prove_batch_precompiled_across<C: Circuit<Scalar> + Send>(
+    provers: &[Prover],
+    circuits: Vec<C>,
+    matrices: &Arc<ConstraintMatrices>,
+    rs: &[Scalar],
+    ss: &[Scalar],
+) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
+    let sources = circuits
+        .into_iter()
+        .map(|circuit| Precompiled {
+            circuit,
+            matrices: matrices.clone(),
+        })
+        .collect();
+    prove_sources_across(provers, sources, Some(matrices), rs, ss)
 }
 
 /// What a batch synthesizes into a proving assignment: a circuit run in full, or its witness
@@ -218,14 +345,15 @@ impl<C: Circuit<Scalar> + Send> Synthesis for Full<C> {
     }
 }
 
-struct Precompiled<'m, C> {
+/// The witness alone: the proof computes a, b, c where its engine runs.
+struct Precompiled<C> {
     circuit: C,
-    matrices: &'m ConstraintMatrices,
+    matrices: Arc<ConstraintMatrices>,
 }
 
-impl<C: Circuit<Scalar> + Send> Synthesis for Precompiled<'_, C> {
+impl<C: Circuit<Scalar> + Send> Synthesis for Precompiled<C> {
     fn run(self) -> Result<ProvingAssignment> {
-        self.matrices.synthesize(self.circuit)
+        self.matrices.witness_assignment(self.circuit)
     }
 }
 
@@ -233,6 +361,7 @@ impl<C: Circuit<Scalar> + Send> Synthesis for Precompiled<'_, C> {
 fn prove_sources_across<S: Synthesis>(
     provers: &[Prover],
     circuits: Vec<S>,
+    matrices: Option<&Arc<ConstraintMatrices>>,
     rs: &[Scalar],
     ss: &[Scalar],
 ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
@@ -259,11 +388,20 @@ fn prove_sources_across<S: Synthesis>(
     // The prover's own steps use the global pool: they must not queue behind seconds-long
     // synthesis tasks, so synthesis gets a pool of its own.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pool_threads = threads.saturating_sub(1).max(1);
     let synthesis_pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.saturating_sub(1).max(1))
+        .num_threads(pool_threads)
         .thread_name(|i| format!("synthesis-{i}"))
         .build()
         .map_err(|e| Error::Internal(format!("cannot start synthesis threads: {e}")))?;
+    let budget = first.host_budget();
+    // Without a budget every circuit may start at once; with one, circuit 0 is synthesized
+    // alone, and its size sets how many fit.
+    let slots = Slots::new(if budget.is_some() { 1 } else { count }, count);
+    let circuits: Vec<Mutex<Option<S>>> = circuits
+        .into_iter()
+        .map(|circuit| Mutex::new(Some(circuit)))
+        .collect();
     let queue = Queue {
         state: Mutex::new(QueueState::default()),
         changed: Condvar::new(),
@@ -276,47 +414,107 @@ fn prove_sources_across<S: Synthesis>(
     let (sender, receiver) = mpsc::channel();
     std::thread::scope(|scope| {
         let (queue, proofs, report, cancel) = (&queue, &proofs, &report, &cancel);
-        scope.spawn(move || {
-            synthesis_pool.install(|| {
-                circuits.into_par_iter().enumerate().for_each_with(
-                    sender,
-                    |sender, (i, circuit)| {
-                        if cancel.load(Ordering::Relaxed) {
-                            return;
-                        }
-                        let lane = format!(
-                            "synthesis thread {}",
-                            rayon::current_thread_index().unwrap_or(0)
-                        );
-                        let t = Instant::now();
-                        let result =
-                            first.span(&lane, &format!("synthesize {i}"), || circuit.run());
-                        if result.is_ok() {
-                            first.tell(BatchProgress::Synthesized {
-                                circuit: i,
-                                took: t.elapsed(),
-                            });
-                        }
-                        // The receiver is gone only when the batch already failed.
-                        let _ = sender.send((i, result.map(|a| (a, t.elapsed()))));
-                    },
+        let (slots, circuits, synthesis_pool) = (&slots, &circuits, &synthesis_pool);
+        // The batch's first error stops it: no more circuits are taken, and whoever waits for
+        // a slot or a circuit wakes up.
+        let fail = move |error: Error| {
+            cancel.store(true, Ordering::Relaxed);
+            slots.stop();
+            queue.fail(error);
+        };
+        // Synthesizes the next circuit in its slot and sends it to the hand-over: the bytes
+        // of its assignment, or `None` when no circuit was left or its synthesis failed.
+        let synthesize_next = move |sender: &mpsc::Sender<SynthesisOutcome>| -> Option<u64> {
+            let (i, slot) = slots.claim()?;
+            let circuit = circuits[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+            let result = synthesis_pool.install(|| {
+                let lane = format!(
+                    "synthesis thread {}",
+                    rayon::current_thread_index().unwrap_or(0)
                 );
+                let t = Instant::now();
+                let result = match circuit {
+                    Some(circuit) => {
+                        first.span(&lane, &format!("synthesize {i}"), || circuit.run())
+                    }
+                    None => Err(Error::Internal(format!("circuit {i} taken twice"))),
+                };
+                match result {
+                    Ok(assignment) => {
+                        first.tell(BatchProgress::Synthesized {
+                            circuit: i,
+                            took: t.elapsed(),
+                        });
+                        let synthesized = Synthesized {
+                            assignment,
+                            _slot: slot,
+                        };
+                        Ok((synthesized, t.elapsed()))
+                    }
+                    Err(e) => {
+                        // The batch fails at this circuit: later ones are of no use.
+                        slots.stop();
+                        drop(slot);
+                        Err(e)
+                    }
+                }
             });
+            let bytes = result.as_ref().ok().map(|(s, _)| s.assignment.host_bytes());
+            // The receiver is gone only when the batch already failed.
+            let _ = sender.send((i, result));
+            bytes
+        };
+        scope.spawn(move || {
+            let mut loops = count.min(pool_threads);
+            if let Some(budget) = budget {
+                let Some(bytes) = synthesize_next(&sender) else {
+                    return;
+                };
+                let fitting = budget / bytes.max(1);
+                if fitting == 0 {
+                    log::warn!(
+                        "one synthesized circuit ({bytes} bytes) is over the host budget of \
+                         {budget} bytes: synthesizing one circuit at a time"
+                    );
+                }
+                let limit = fitting.clamp(1, count as u64) as usize;
+                log::debug!(
+                    "host budget of {budget} bytes: {limit} synthesized circuits of {bytes} \
+                     bytes at once"
+                );
+                slots.set_limit(limit);
+                loops = limit.min(pool_threads).min(count - 1);
+            }
+            // Threads outside the pool wait for slots, so that the pool's threads all stay
+            // free for synthesis's own parallel work.
+            for _ in 0..loops {
+                let sender = sender.clone();
+                scope.spawn(move || {
+                    while !cancel.load(Ordering::Relaxed) && synthesize_next(&sender).is_some() {}
+                });
+            }
         });
         // Waits for parameters still loading, while the circuits synthesize.
         if let Err(e) = same_parameters(provers) {
-            cancel.store(true, Ordering::Relaxed);
-            queue.fail(e);
+            fail(e);
             return;
+        }
+        // Recorded matrices go to each device before its workers are counted: they take
+        // VRAM that proofs' buffers then do not get.
+        if let Some(matrices) = matrices {
+            for prover in provers {
+                prover.device_matrices(matrices);
+            }
         }
         for (device, prover) in provers.iter().enumerate() {
             for worker in 0..prover.workers() {
                 let lane = format!("device {device} worker {worker}");
                 scope.spawn(move || {
-                    while let Some((i, assignment)) = queue.pop() {
+                    while let Some((i, synthesized)) = queue.pop() {
                         let mut own = ProveReport::default();
                         let t = Instant::now();
                         let proof = prover.span(&lane, &format!("prove {i}"), || {
+                            let assignment = &synthesized.assignment;
                             prover.prove_assignment(assignment, rs[i], ss[i], &lane, &mut own)
                         });
                         match proof {
@@ -328,23 +526,32 @@ fn prove_sources_across<S: Synthesis>(
                                 proofs.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(proof);
                                 report.lock().unwrap_or_else(|e| e.into_inner()).add(&own);
                             }
-                            Err(e) => {
-                                cancel.store(true, Ordering::Relaxed);
-                                queue.fail(e);
-                            }
+                            Err(e) => fail(e),
                         }
+                        // Unmapping a proof's host vectors (~0.5 GB at 2^22) took 33 ms on
+                        // the H200 host: done off this worker, whose next proof can start
+                        // now. The circuit's slot comes back after. A thread of its own, not
+                        // a rayon task: a slot must come back even when every thread of the
+                        // global pool waits (a caller's batches run from rayon tasks). If
+                        // no thread starts, the closure and the assignment drop here.
+                        let _ = std::thread::Builder::new()
+                            .name("unmap".into())
+                            .spawn(move || drop(synthesized));
                     }
                 });
             }
         }
         match hand_over_in_order(first, &receiver, count, queue, report) {
             Ok(()) => queue.close(),
-            Err(e) => {
-                cancel.store(true, Ordering::Relaxed);
-                queue.fail(e);
-            }
+            Err(e) => fail(e),
         }
     });
+    log::info!(
+        "batch of {count}: at most {} circuits synthesized and not yet proved at once \
+         (host budget: {})",
+        slots.peak(),
+        budget.map_or("none".into(), |b| format!("{b} bytes"))
+    );
     if let Some(error) = queue.lock().error.take() {
         return Err(error);
     }
@@ -387,7 +594,7 @@ fn same_parameters(provers: &[Prover]) -> Result<()> {
 /// share it.
 fn hand_over_in_order(
     prover: &Prover,
-    receiver: &mpsc::Receiver<(usize, Result<(ProvingAssignment, Duration)>)>,
+    receiver: &mpsc::Receiver<SynthesisOutcome>,
     count: usize,
     queue: &Queue,
     report: &Mutex<ProveReport>,
@@ -404,8 +611,8 @@ fn hand_over_in_order(
                 .map_err(|_| Error::Internal(format!("synthesis of circuit {i} never finished")))?;
             arrived.insert(j, assignment);
         };
-        let (assignment, took) = next?;
-        let shape = assignment.shape();
+        let (synthesized, took) = next?;
+        let shape = synthesized.assignment.shape();
         match &expected {
             None => {
                 let domain = shape.constraints.max(1).next_power_of_two();
@@ -437,7 +644,7 @@ fn hand_over_in_order(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .record(Step::Synthesis, took);
-        queue.push((i, assignment));
+        queue.push((i, synthesized));
     }
     Ok(())
 }

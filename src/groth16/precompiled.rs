@@ -13,6 +13,7 @@
 //! proved with the wrong matrices.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -23,12 +24,24 @@ use rayon::prelude::*;
 use super::synthesis::{Density, ProvingAssignment};
 use crate::{Error, Result};
 
+mod store;
+
+pub use store::{default_matrices_dir, MatricesKey, Origin};
+
 /// Column tag of aux variables; inputs are untagged.
-const AUX: u32 = 1 << 31;
+pub(crate) const AUX: u32 = 1 << 31;
 
 /// Coefficient table indices of ONE and -ONE, which skip the multiplication.
 const PLUS_ONE: u32 = 0;
 const MINUS_ONE: u32 = 1;
+
+/// One matrix in compressed sparse rows, as the sparse-product kernels read it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CsrView<'a> {
+    pub row_starts: &'a [u64],
+    pub columns: &'a [u32],
+    pub coefficients: &'a [u32],
+}
 
 /// One matrix in compressed sparse rows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,6 +64,14 @@ impl Matrix {
 
     fn rows(&self) -> usize {
         self.row_starts.len() - 1
+    }
+
+    fn view(&self) -> CsrView<'_> {
+        CsrView {
+            row_starts: &self.row_starts,
+            columns: &self.columns,
+            coefficients: &self.coefficients,
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -148,6 +169,30 @@ impl ConstraintMatrices {
         Ok(matrices)
     }
 
+    /// Rows of each matrix: the constraints, then one `input * 0 = 0` per input.
+    pub fn rows(&self) -> usize {
+        self.a.rows()
+    }
+
+    /// A, B and C, for the sparse-product kernels.
+    pub(crate) fn csr(&self) -> [CsrView<'_>; 3] {
+        [self.a.view(), self.b.view(), self.c.view()]
+    }
+
+    /// The distinct coefficients, ONE and -ONE first.
+    pub(crate) fn values(&self) -> &[Scalar] {
+        &self.values
+    }
+
+    /// The densities of the A query's aux variables and the B query's inputs and aux.
+    pub(crate) fn densities(&self) -> [&Density; 3] {
+        [
+            &self.a_aux_density,
+            &self.b_input_density,
+            &self.b_aux_density,
+        ]
+    }
+
     /// Bytes the matrices take in memory.
     pub fn bytes(&self) -> usize {
         self.a.bytes() + self.b.bytes() + self.c.bytes() + self.values.len() * 32
@@ -164,7 +209,13 @@ impl ConstraintMatrices {
     /// Runs only `circuit`'s witness computation: its `alloc` closures, no linear
     /// combination. Refused unless it allocates and constrains as the recorded circuit did.
     pub fn witness<C: Circuit<Scalar>>(&self, circuit: C) -> Result<WitnessValues> {
-        let mut witness = Witness::default();
+        // Sized once: growing a 2 GiB vector by doubling copies it and faults in its pages
+        // again at each step.
+        let mut witness = Witness {
+            inputs: Vec::with_capacity(self.inputs),
+            aux: Vec::with_capacity(self.aux),
+            ..Default::default()
+        };
         witness.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut witness)?;
         // The `input * 0 = 0` constraints of every input, as recorded.
@@ -198,15 +249,7 @@ impl ConstraintMatrices {
     /// The proving assignment of a checked witness: a = A·z, b = B·z, c = C·z.
     pub fn products(&self, witness: WitnessValues) -> ProvingAssignment {
         let WitnessValues { inputs, aux } = witness;
-        let ((a, b), c) = rayon::join(
-            || {
-                rayon::join(
-                    || self.a.times(&self.values, &inputs, &aux),
-                    || self.b.times(&self.values, &inputs, &aux),
-                )
-            },
-            || self.c.times(&self.values, &inputs, &aux),
-        );
+        let [a, b, c] = self.products_of(&inputs, &aux);
         ProvingAssignment {
             a,
             b,
@@ -216,7 +259,41 @@ impl ConstraintMatrices {
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
+            deferred_products: None,
         }
+    }
+
+    /// `circuit`'s witness as a proving assignment whose a, b, c are left to the proof
+    /// (`deferred_products`): its engine computes them where it runs, on a GPU with the
+    /// matrices resident beside the bases. Refused as [`witness`](Self::witness) refuses.
+    pub fn witness_assignment<C: Circuit<Scalar>>(
+        self: &Arc<Self>,
+        circuit: C,
+    ) -> Result<ProvingAssignment> {
+        let WitnessValues { inputs, aux } = self.witness(circuit)?;
+        Ok(ProvingAssignment {
+            input_assignment: inputs,
+            aux_assignment: aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+            deferred_products: Some(self.clone()),
+            ..Default::default()
+        })
+    }
+
+    /// A·z, B·z and C·z on the CPU, z the `inputs` then the `aux` values.
+    pub fn products_of(&self, inputs: &[Scalar], aux: &[Scalar]) -> [Vec<Scalar>; 3] {
+        let ((a, b), c) = rayon::join(
+            || {
+                rayon::join(
+                    || self.a.times(&self.values, inputs, aux),
+                    || self.b.times(&self.values, inputs, aux),
+                )
+            },
+            || self.c.times(&self.values, inputs, aux),
+        );
+        [a, b, c]
     }
 }
 
@@ -268,6 +345,14 @@ impl Recorder {
     }
 
     fn coefficient(&mut self, value: &Scalar) -> u32 {
+        // Most coefficients are ±1: compared before hashing (the canonical bytes take a
+        // conversion out of Montgomery form).
+        if *value == self.values[PLUS_ONE as usize] {
+            return PLUS_ONE;
+        }
+        if *value == self.values[MINUS_ONE as usize] {
+            return MINUS_ONE;
+        }
         let next = self.values.len() as u32;
         let index = *self.index_of.entry(value.to_repr()).or_insert(next);
         if index == next {

@@ -18,10 +18,12 @@ use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 
 use super::engine::{Engine, ProverConfig, ProverEngine, ResidentParams, Work};
 use super::params::ProvingParameters;
+use super::precompiled::ConstraintMatrices;
 use super::report::{ProveReport, Step};
 use super::synthesis::ProvingAssignment;
 use crate::curve::{G1, G2};
 use crate::gpu::waits::Stage;
+use crate::sparse::{DeviceMatrices, SparseKernels};
 use crate::timeline::Timeline;
 use crate::{Error, Result};
 
@@ -40,7 +42,33 @@ pub struct Prover {
     progress: Option<Arc<ProgressObserver>>,
     /// Proofs of a batch in flight at once on this device.
     workers: usize,
+    /// Host memory for a batch's synthesized circuits in flight.
+    host_budget: HostBudget,
+    /// The constraint matrices of the last pre-compiled batch, on the device if they fit.
+    matrices: Mutex<Option<KeptMatrices>>,
 }
+
+/// A circuit's constraint matrices and their copy on the device (`None`: they did not fit,
+/// or the engine is the CPU), kept while batches prove that circuit. Holding the `Arc` keeps
+/// its address from being reused by other matrices while it is the key.
+struct KeptMatrices {
+    host: Arc<ConstraintMatrices>,
+    device: Option<Arc<DeviceMatrices>>,
+}
+
+/// How much host memory a batch's synthesized circuits may hold at once.
+#[derive(Clone, Copy, Debug)]
+enum HostBudget {
+    /// A share of what the machine has available when the batch starts.
+    Available,
+    /// These many bytes; `None`: no limit.
+    Fixed(Option<u64>),
+}
+
+/// The default host budget is 1/n of the memory available when a batch starts. Not all of
+/// it: a proof holds more than its assignment while it runs (the A and B scalars selected, on
+/// the CPU engine the H step's vectors), and parameters still loading are not yet counted.
+const AVAILABLE_MEMORY_SHARE: u64 = 2;
 
 /// The parameters, with their bases on the engine's device when they fit its VRAM budget.
 struct Loaded {
@@ -165,6 +193,8 @@ impl Prover {
             timeline: None,
             progress: None,
             workers: DEFAULT_WORKERS,
+            host_budget: HostBudget::Available,
+            matrices: Mutex::new(None),
         }
     }
 
@@ -222,7 +252,7 @@ impl Prover {
             .resident
             .as_ref()
             .map_or(0, |_| ResidentParams::bytes(&loaded.params));
-        let room = budget.saturating_sub(resident + workspaces);
+        let room = budget.saturating_sub(resident + workspaces + self.kept_matrices_bytes());
         let fitting = (room / per_proof.max(1)).max(1) as usize;
         if fitting < self.workers {
             log::info!(
@@ -231,6 +261,100 @@ impl Prover {
             );
         }
         self.workers.min(fitting)
+    }
+
+    /// `matrices` on this prover's device for the products of its proofs: uploaded on first
+    /// use, kept while batches prove the same matrices. `None` on the CPU, and when they do
+    /// not fit the VRAM budget beside the bases and one proof's buffers: the products then
+    /// run on the CPU. Waits for the parameters.
+    pub fn device_matrices(
+        &self,
+        matrices: &Arc<ConstraintMatrices>,
+    ) -> Option<Arc<DeviceMatrices>> {
+        let gpu = self.engine.usable_gpu()?;
+        let mut kept = self.matrices.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = &*kept {
+            if Arc::ptr_eq(&kept.host, matrices) {
+                return kept.device.clone();
+            }
+        }
+        // The previous circuit's matrices leave the device (and the budget) first.
+        *kept = None;
+        let loaded = self.params.get().ok()?;
+        let bytes = SparseKernels::bytes_of(matrices);
+        let budget = gpu.pool().budget();
+        let room = gpu
+            .proof_bytes(&loaded.params)
+            .ok()
+            .map(|(per_proof, workspaces)| {
+                let resident = loaded
+                    .resident
+                    .as_ref()
+                    .map_or(0, |_| ResidentParams::bytes(&loaded.params));
+                budget.saturating_sub(resident + workspaces + per_proof)
+            });
+        let device = if room.is_some_and(|room| bytes > room) {
+            log::info!(
+                "constraint matrices ({bytes} bytes) over the VRAM budget of {budget} bytes: \
+                 products on the CPU"
+            );
+            None
+        } else {
+            let start = Instant::now();
+            match gpu.upload_matrices(matrices) {
+                Ok(device) => {
+                    log::info!(
+                        "constraint matrices on the device: {bytes} bytes in {:.2?}",
+                        start.elapsed()
+                    );
+                    Some(Arc::new(device))
+                }
+                Err(e) => {
+                    log::warn!("constraint matrices stay on the host ({e}): products on the CPU");
+                    None
+                }
+            }
+        };
+        *kept = Some(KeptMatrices {
+            host: matrices.clone(),
+            device: device.clone(),
+        });
+        device
+    }
+
+    /// Device bytes of the constraint matrices this prover keeps.
+    fn kept_matrices_bytes(&self) -> u64 {
+        let kept = self.matrices.lock().unwrap_or_else(|e| e.into_inner());
+        kept.as_ref()
+            .and_then(|k| k.device.as_ref())
+            .map_or(0, |d| d.bytes())
+    }
+
+    /// Host memory that a batch's synthesized circuits may hold at once, from the start of
+    /// their synthesis to the end of their proofs: a batch synthesizes no more circuits ahead
+    /// of its proofs than fit (at least one). `None`: no limit. Unless set, half the memory
+    /// available when a batch starts (`MemAvailable`, lowered to the cgroup's limit), or no
+    /// limit where that is unknown. Of a batch over several provers, the first's counts.
+    pub fn with_host_budget(mut self, bytes: Option<u64>) -> Self {
+        self.host_budget = HostBudget::Fixed(bytes);
+        self
+    }
+
+    /// The host budget of a batch starting now (see [`Self::with_host_budget`]).
+    pub fn host_budget(&self) -> Option<u64> {
+        match self.host_budget {
+            HostBudget::Fixed(bytes) => bytes,
+            HostBudget::Available => match crate::cli::memory::available() {
+                Some(available) => Some(available / AVAILABLE_MEMORY_SHARE),
+                None => {
+                    log::info!(
+                        "available host memory unknown: a batch synthesizes circuits without \
+                         a host budget"
+                    );
+                    None
+                }
+            },
+        }
     }
 
     /// Runs `f` as a span named `name` on `lane` of the timeline, if there is one.
@@ -258,7 +382,7 @@ impl Prover {
     /// One proof of a synthesized circuit, its steps recorded on `lane`.
     pub(super) fn prove_assignment(
         &self,
-        assignment: ProvingAssignment,
+        assignment: &ProvingAssignment,
         r: Scalar,
         s: Scalar,
         lane: &str,
@@ -266,13 +390,10 @@ impl Prover {
     ) -> Result<Proof<Bls12>> {
         let msm = self.engine.run(&mut ProofSteps {
             prover: self,
-            assignment: &assignment,
+            assignment,
             lane,
             report,
         })?;
-        // Unmapping a proof's host vectors (~0.5 GB at 2^22) took 33 ms on the H200 host:
-        // done off this worker, whose next proof can start now.
-        rayon::spawn(move || drop(assignment));
 
         let vk = &self.params.get()?.params.vk;
         self.step(lane, Step::Assembly, report, || {
@@ -326,15 +447,34 @@ impl Prover {
         let loaded = self.params.get()?;
         let (params, resident) = (&loaded.params, loaded.resident.as_ref());
 
-        // A proof's vectors live to its end, and go back to the pool together.
-        let (mut abc, l_scalars) = {
+        // A proof's vectors live to its end, and go back to the pool together. Products left
+        // to the proof are computed in its compute stage, from the aux values staged for L.
+        let deferred = assignment.deferred_products.as_ref();
+        let (abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
-                Ok((engine.h_inputs(a, b, c)?, engine.upload(aux)?))
+                let abc = match deferred {
+                    None => Some(engine.h_inputs(a, b, c)?),
+                    Some(_) => None,
+                };
+                Ok((abc, engine.upload(aux)?))
             })?
         };
+        let device_matrices = deferred.and_then(|m| self.device_matrices(m));
 
         let _compute = engine.enter(Stage::Compute);
+        let mut abc = match deferred {
+            Some(matrices) => self.step(lane, Step::Products, report, || {
+                engine.products(
+                    matrices,
+                    device_matrices.as_deref(),
+                    inputs,
+                    aux,
+                    &l_scalars,
+                )
+            })?,
+            None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
+        };
         let cpu_lane = format!("{lane} CPU");
         // The selection runs on a thread of its own beside this worker's steps, not as a rayon
         // task beside them: on the CPU engine the H step then ran on a rayon thread and blocked
@@ -344,7 +484,7 @@ impl Prover {
             let selection = scope.spawn(|| {
                 let start = Instant::now();
                 let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
-                    engine.select_ab(assignment)
+                    engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars)
                 });
                 (selected, start.elapsed())
             });

@@ -9,6 +9,9 @@ pub enum Step {
     /// On a GPU: uploading a, b, c and the L scalars, while another worker's proof may be
     /// computing. On the CPU: nothing to copy.
     Staging,
+    /// a, b, c from a witness and its circuit's recorded matrices (pre-compiled synthesis):
+    /// sparse products on the GPU beside the bases, or on the CPU.
+    Products,
     /// Selecting the A and B scalars (and, on a GPU, uploading them) beside the H step and
     /// the H and L MSMs: not part of a proof's wall time unless it outlasts them.
     ScalarSelection,
@@ -24,9 +27,10 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 10] = [
+    pub const ALL: [Step; 11] = [
         Step::Synthesis,
         Step::Staging,
+        Step::Products,
         Step::ScalarSelection,
         Step::HStep,
         Step::MsmH,
@@ -49,6 +53,7 @@ impl Step {
         match self {
             Step::Synthesis => "synthesis",
             Step::Staging => "staging",
+            Step::Products => "products",
             Step::HStep => "H step",
             Step::MsmH => "MSM H",
             Step::MsmL => "MSM L",
@@ -79,7 +84,7 @@ pub struct ProveReport {
     pub wall: Duration,
     /// Per step of [`Step::ALL`]; synthesis is summed over the circuits, which are
     /// synthesized in parallel and beside the proving.
-    times: [Duration; 10],
+    times: [Duration; Step::ALL.len()],
 }
 
 impl ProveReport {

@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -16,6 +17,7 @@ use ff::Field;
 use log::debug;
 use rayon::prelude::*;
 
+use super::precompiled::ConstraintMatrices;
 use crate::{Error, Result};
 
 /// One bit per variable: set when the variable occurs with a nonzero coefficient in a query.
@@ -48,6 +50,11 @@ impl Density {
     /// Number of set bits: the length of the query after density restriction.
     pub fn total(&self) -> usize {
         self.total
+    }
+
+    /// Bytes of memory the bits take.
+    fn host_bytes(&self) -> usize {
+        self.words.capacity() * size_of::<u64>()
     }
 
     /// Whether variable `i` occurs in the query.
@@ -102,6 +109,26 @@ impl Density {
         // the capacity reserved (checked just above).
         unsafe { out.set_len(written) };
         out
+    }
+
+    /// The bits, 64 variables a word (as a matrices file keeps them).
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// The density of `len` variables whose bits are `words`; `None` unless there is one
+    /// word per 64 variables and no bit is set at `len` or above.
+    pub(crate) fn from_words(words: Vec<u64>, len: usize) -> Option<Self> {
+        let tail = len % 64;
+        let clean = match words.last() {
+            Some(&last) if tail != 0 => last >> tail == 0,
+            _ => true,
+        };
+        if words.len() != len.div_ceil(64) || !clean {
+            return None;
+        }
+        let total = words.iter().map(|w| w.count_ones() as usize).sum();
+        Some(Density { words, len, total })
     }
 
     /// Tracks one more variable, not (yet) in the query.
@@ -189,6 +216,9 @@ pub struct ProvingAssignment {
     pub a_aux_density: Density,
     pub b_input_density: Density,
     pub b_aux_density: Density,
+    /// Set when a, b, c are left to the proof (and empty): it computes them from these
+    /// recorded matrices where its engine runs, on a GPU beside the bases.
+    pub deferred_products: Option<Arc<ConstraintMatrices>>,
 }
 
 /// The sizes that decide which parameters fit an assignment, and that every circuit of one
@@ -223,13 +253,41 @@ impl fmt::Display for Shape {
 impl ProvingAssignment {
     pub fn shape(&self) -> Shape {
         Shape {
-            constraints: self.a.len(),
+            constraints: self
+                .deferred_products
+                .as_ref()
+                .map_or(self.a.len(), |m| m.rows()),
             inputs: self.input_assignment.len(),
             aux: self.aux_assignment.len(),
             a_aux_density: self.a_aux_density.total(),
             b_input_density: self.b_input_density.total(),
             b_aux_density: self.b_aux_density.total(),
         }
+    }
+
+    /// Bytes of host memory the assignment holds (its vectors' capacities, which growth by
+    /// `push` leaves up to twice their lengths): what a batch counts per circuit against its
+    /// host budget ([`Prover::with_host_budget`](super::Prover::with_host_budget)).
+    pub fn host_bytes(&self) -> u64 {
+        let scalars = [
+            &self.a,
+            &self.b,
+            &self.c,
+            &self.input_assignment,
+            &self.aux_assignment,
+        ]
+        .iter()
+        .map(|v| v.capacity())
+        .sum::<usize>();
+        let densities = [
+            &self.a_aux_density,
+            &self.b_input_density,
+            &self.b_aux_density,
+        ]
+        .iter()
+        .map(|d| d.host_bytes())
+        .sum::<usize>();
+        (scalars * size_of::<Scalar>() + densities) as u64
     }
 }
 

@@ -16,6 +16,7 @@ use rand_core::SeedableRng;
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{Backend, Prover, ProverConfig, ProvingParameters};
 use wgpu_groth16_filecoin::job::{proofs_to_bytes, PartitionCircuits, ProofJob};
+use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
 
 pub const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 pub const MINER_ID: u64 = 1000;
@@ -32,7 +33,7 @@ pub struct Sealed {
 
 /// The folder of this test binary's scratch files: filecoin-proofs' parameter cache and
 /// parent cache point into it (its settings are read once per process: every test calls
-/// this before the stack).
+/// this before the stack), and so does our user cache (constraint matrices).
 pub fn scratch() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -40,9 +41,15 @@ pub fn scratch() -> &'static Path {
         std::fs::create_dir_all(dir.path().join("params")).expect("params folder");
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir.path().join("params"));
         std::env::set_var("FIL_PROOFS_PARENT_CACHE", dir.path().join("parents"));
+        std::env::set_var("WGPU_GROTH16_PARAMS_CACHE", dir.path().join("cache"));
         dir
     })
     .path()
+}
+
+/// Our user cache (`WGPU_GROTH16_PARAMS_CACHE`), in [`scratch`].
+pub fn user_cache() -> PathBuf {
+    scratch().join("cache")
 }
 
 pub fn parameter_cache() -> PathBuf {
@@ -81,20 +88,40 @@ impl PartitionCircuits for ShapeOfFirst {
     }
 }
 
-/// Our proofs of `job` on the CPU and the GPU (lavapipe in CI, where its absence fails the
-/// test) equal bellperson's `create_proof_batch` byte for byte, on the same circuits
-/// (filecoin-proofs' own), random-point parameters of their shape, and r, s from `seed`.
-/// Returns the parameters and bellperson's bytes.
-pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingParameters, Vec<u8>) {
+/// Random-point parameters of the shape of `job`'s circuits.
+pub fn params_for(job: &impl ProofJob, seed: u64) -> ProvingParameters {
     let shape = job.with_circuits(ShapeOfFirst).expect("circuits");
-    let params = ProvingParameters::random_for_shape(&shape, seed);
+    ProvingParameters::random_for_shape(&shape, seed)
+}
+
+/// One r and one s per partition of `job`, from `seed`.
+pub fn draw_rs_ss(job: &impl ProofJob, seed: u64) -> (Vec<Scalar>, Vec<Scalar>) {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut draw = || -> Vec<Scalar> {
         (0..job.partitions())
             .map(|_| Scalar::random(&mut rng))
             .collect()
     };
-    let (rs, ss) = (draw(), draw());
+    (draw(), draw())
+}
+
+pub fn cpu_prover(params: &ProvingParameters) -> Prover {
+    let config = ProverConfig {
+        backend: Backend::Cpu,
+        ..Default::default()
+    };
+    Prover::new(params.clone(), &config).expect("prover")
+}
+
+/// Our proofs of `job` on the CPU and the GPU (lavapipe in CI, where its absence fails the
+/// test) equal bellperson's `create_proof_batch` byte for byte, on the same circuits
+/// (filecoin-proofs' own), random-point parameters of their shape, and r, s from `seed`;
+/// and ours came from constraint matrices recorded from the stack's blank circuit, which
+/// the witness check found of the same structure as the real ones. Returns the parameters
+/// and bellperson's bytes.
+pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingParameters, Vec<u8>) {
+    let params = params_for(job, seed);
+    let (rs, ss) = draw_rs_ss(job, seed);
     let theirs = job
         .prove_with_bellperson(&params.to_bellperson(), &rs, &ss)
         .expect("bellperson");
@@ -107,8 +134,14 @@ pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingPar
             ..Default::default()
         };
         let prover = Prover::new(params.clone(), &config).expect("prover");
-        let ours = proofs_to_bytes(&job.prove_partitions(&prover, &rs, &ss).expect("ours"))
-            .expect("bytes");
+        let (proofs, synthesis) = job
+            .prove_partitions_reporting(&prover, Some(MatricesCache::shared()), &rs, &ss)
+            .expect("ours");
+        assert!(
+            matches!(synthesis, SynthesisPath::Matrices { .. }),
+            "{name}: {synthesis}"
+        );
+        let ours = proofs_to_bytes(&proofs).expect("bytes");
         assert!(
             ours == expected,
             "{name}: our proof differs from bellperson's"

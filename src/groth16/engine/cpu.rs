@@ -8,9 +8,11 @@ use blstrs::Scalar;
 use super::{unlocked, Engine, StageGuard};
 use crate::curve::GpuCurve;
 use crate::gpu::waits::Stage;
+use crate::groth16::precompiled::ConstraintMatrices;
 use crate::groth16::synthesis::ProvingAssignment;
 use crate::msm::{msm_cpu, ResidentBases};
 use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttOp};
+use crate::sparse::DeviceMatrices;
 use crate::{Error, Result};
 
 /// blstrs and bellperson on this machine's cores.
@@ -46,6 +48,17 @@ impl Engine for CpuEngine {
         Ok([a, b, c].map(Cow::Borrowed))
     }
 
+    fn products<'a>(
+        &'a self,
+        matrices: &ConstraintMatrices,
+        _: Option<&DeviceMatrices>,
+        inputs: &[Scalar],
+        aux_values: &[Scalar],
+        _: &Cow<'a, [Scalar]>,
+    ) -> Result<[Cow<'a, [Scalar]>; 3]> {
+        Ok(matrices.products_of(inputs, aux_values).map(Cow::Owned))
+    }
+
     fn h_step(&self, inputs: &mut [Cow<'_, [Scalar]>; 3]) -> Result<()> {
         let [a, b, c] = inputs;
         *a = Cow::Owned(h_coefficients_cpu(a, b, c)?);
@@ -67,7 +80,12 @@ impl Engine for CpuEngine {
         Ok(values.to_vec())
     }
 
-    fn select_ab<'a>(&'a self, assignment: &ProvingAssignment) -> Result<[Cow<'a, [Scalar]>; 2]> {
+    fn select_ab<'a>(
+        &'a self,
+        assignment: &ProvingAssignment,
+        _: Option<&DeviceMatrices>,
+        _: &Cow<'a, [Scalar]>,
+    ) -> Result<[Cow<'a, [Scalar]>; 2]> {
         let (a, b) = select_ab(assignment);
         Ok([Cow::Owned(a), Cow::Owned(b)])
     }

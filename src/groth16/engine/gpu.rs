@@ -1,7 +1,7 @@
 //! The heavy steps on one device: the MSM and NTT kernels compiled once, a buffer pool within
 //! a VRAM budget, and the two stage locks.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
 
@@ -9,12 +9,15 @@ use super::cpu::select_ab;
 use super::{Engine, StageGuard};
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::pool::{BufferPool, Reservation};
+use crate::gpu::vector::PartLayout;
 use crate::gpu::waits::{self, Stage};
 use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
+use crate::groth16::precompiled::ConstraintMatrices;
 use crate::groth16::synthesis::ProvingAssignment;
 use crate::msm::{MsmConfig, MsmKernels, ResidentBases, Scalars, WORKSPACES_KEPT};
 use crate::ntt::{NttKernels, NttOp};
+use crate::sparse::{query_lengths, DeviceMatrices, ProductLayouts, SparseKernels};
 use crate::{Error, Result};
 
 /// The kernels of one device, compiled once.
@@ -24,6 +27,8 @@ pub struct GpuEngine {
     g1: MsmKernels<G1>,
     g2: MsmKernels<G2>,
     ntt: NttKernels,
+    /// Compiled on first use: only the pre-compiled synthesis path needs it.
+    sparse: Mutex<Option<Arc<SparseKernels>>>,
     /// Held by the worker whose proof is in its staging stage (uploads).
     staging: Mutex<()>,
     /// Held by the worker whose proof is in its compute stage (its kernels and results).
@@ -71,6 +76,7 @@ impl GpuEngine {
             g1: MsmKernels::new(&gpu, wide, msm.clone())?.with_pool(pool.clone()),
             g2: MsmKernels::new(&gpu, wide, msm)?.with_pool(pool.clone()),
             ntt: NttKernels::new(&gpu, wide)?.with_pool(pool.clone()),
+            sparse: Mutex::new(None),
             pool,
             gpu,
             staging: Mutex::new(()),
@@ -92,6 +98,37 @@ impl GpuEngine {
 
     pub fn ntt(&self) -> &NttKernels {
         &self.ntt
+    }
+
+    /// The sparse-product kernel, compiled on first use.
+    pub fn sparse(&self) -> Result<Arc<SparseKernels>> {
+        let mut sparse = self.sparse.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kernels) = &*sparse {
+            return Ok(kernels.clone());
+        }
+        let kernels = Arc::new(SparseKernels::new(&self.gpu, self.ntt.wide_mul())?);
+        *sparse = Some(kernels.clone());
+        Ok(kernels)
+    }
+
+    /// `matrices` on the device for the products and query scalars of their witnesses,
+    /// within the VRAM budget ([`Error::VramBudget`] when it has no room).
+    pub fn upload_matrices(&self, matrices: &ConstraintMatrices) -> Result<DeviceMatrices> {
+        let [a, b] = query_lengths(matrices);
+        let layouts = ProductLayouts {
+            products: self.padded_layout(matrices.rows())?,
+            aux: self.padded_layout(matrices.aux)?,
+            a: self.padded_layout(a)?,
+            b: self.padded_layout(b)?,
+        };
+        self.sparse()?.upload(matrices, layouts, Some(&self.pool))
+    }
+
+    /// The layout of `len` values zero-padded to the next power of two, as
+    /// [`Engine::upload`] stores them.
+    fn padded_layout(&self, len: usize) -> Result<PartLayout> {
+        self.ntt
+            .part_layout(len.max(1).next_power_of_two().trailing_zeros())
     }
 
     /// Pooled buffers, MSM workspaces and resident bases of every prover on this engine.
@@ -181,6 +218,13 @@ impl GpuEngine {
         self.ntt.upload(values, log_n)
     }
 
+    /// A pooled vector of `len` zeros padded to the next power of two, as [`upload_padded`]
+    /// would store `len` values.
+    fn zeroed(&self, len: usize) -> Result<DeviceVector<Scalar>> {
+        let log_n = len.max(1).next_power_of_two().trailing_zeros();
+        self.ntt.upload(&[], log_n)
+    }
+
     /// The MSM kernels of curve `C` (G1 and G2 are the only curves).
     fn msm_kernels<C: GpuCurve>(&self) -> &MsmKernels<C> {
         use std::any::Any;
@@ -231,6 +275,28 @@ impl Engine for GpuEngine {
             .map(|v| GpuVector::Device(Box::new(v))))
     }
 
+    fn products<'a>(
+        &'a self,
+        matrices: &ConstraintMatrices,
+        resident: Option<&DeviceMatrices>,
+        inputs: &[Scalar],
+        aux_values: &[Scalar],
+        aux: &GpuVector<'a>,
+    ) -> Result<[GpuVector<'a>; 3]> {
+        let (Some(resident), GpuVector::Device(aux)) = (resident, aux) else {
+            let [a, b, c] = matrices.products_of(inputs, aux_values);
+            return Ok(self
+                .ntt
+                .upload_h_inputs(&a, &b, &c)?
+                .map(|v| GpuVector::Device(Box::new(v))));
+        };
+        let [a, b, c] = [(); 3].map(|_| self.zeroed(matrices.rows()));
+        let out = [a?, b?, c?];
+        self.sparse()?
+            .products(resident, inputs, aux, [&out[0], &out[1], &out[2]])?;
+        Ok(out.map(|v| GpuVector::Device(Box::new(v))))
+    }
+
     fn h_step(&self, inputs: &mut [GpuVector<'_>; 3]) -> Result<()> {
         if let [GpuVector::Host(a), GpuVector::Host(b), GpuVector::Host(c)] = *inputs {
             *inputs = self
@@ -275,7 +341,23 @@ impl Engine for GpuEngine {
     /// Selected on the CPU, then uploaded one after the other: uploading A and B at once, as
     /// each selection finished, queued their copies among the H step's kernels and made a
     /// single 2^22 proof's H step and H MSM 4.5x and 2.8x slower on the H200 (BENCHMARKS.md).
-    fn select_ab<'a>(&'a self, assignment: &ProvingAssignment) -> Result<[GpuVector<'a>; 2]> {
+    fn select_ab<'a>(
+        &'a self,
+        assignment: &ProvingAssignment,
+        resident: Option<&DeviceMatrices>,
+        aux: &GpuVector<'a>,
+    ) -> Result<[GpuVector<'a>; 2]> {
+        if let (Some(resident), GpuVector::Device(aux)) = (resident, aux) {
+            let [a, b] = resident.query_lengths().map(|len| self.zeroed(len));
+            let out = [a?, b?];
+            self.sparse()?.queries(
+                resident,
+                &assignment.input_assignment,
+                aux,
+                [&out[0], &out[1]],
+            )?;
+            return Ok(out.map(|v| GpuVector::Device(Box::new(v))));
+        }
         let (a, b) = select_ab(assignment);
         Ok([
             GpuVector::Device(Box::new(self.upload_padded(&a)?)),

@@ -19,12 +19,14 @@ use std::sync::{Arc, MutexGuard, OnceLock};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
+use super::precompiled::ConstraintMatrices;
 use super::synthesis::ProvingAssignment;
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::waits::{self, Stage, StageMark};
 use crate::gpu::{AdapterSelector, GpuContext};
 use crate::msm::{MsmConfig, ResidentBases};
 use crate::ntt::NttOp;
+use crate::sparse::DeviceMatrices;
 use crate::{Error, Result};
 
 /// Where a proof's heavy steps run. A vector or a set of bases is the engine's own: host
@@ -61,6 +63,21 @@ pub trait Engine: Sync {
         c: &'a [Scalar],
     ) -> Result<[Self::Vector<'a>; 3]>;
 
+    /// The H step's a, b, c of a witness whose products were left to the proof
+    /// (`ProvingAssignment::deferred_products`): A·z, B·z and C·z of `matrices`, z the
+    /// `inputs` then `aux_values`, where this engine computes, as [`h_inputs`](Self::h_inputs)
+    /// gives them. `aux` is `aux_values` as [`upload`](Self::upload) put them (the L MSM's
+    /// scalars, which a GPU reads in place); `resident` the matrices on this engine's device,
+    /// if they are kept there (else the products run on the CPU).
+    fn products<'a>(
+        &'a self,
+        matrices: &ConstraintMatrices,
+        resident: Option<&DeviceMatrices>,
+        inputs: &[Scalar],
+        aux_values: &[Scalar],
+        aux: &Self::Vector<'a>,
+    ) -> Result<[Self::Vector<'a>; 3]>;
+
     /// bellperson's H step on [`h_inputs`](Self::h_inputs), in place: the coefficients of h
     /// (the first n - 1 are the H MSM's scalars) replace a; b and c are scratch, kept by the
     /// caller (a proof's device buffers go back to the pool together, at its end).
@@ -75,8 +92,15 @@ pub trait Engine: Sync {
     /// The A and B queries' scalars of a proof: A's are the inputs, then the aux variables
     /// A's density marks; B's are the inputs and the aux variables B's densities mark.
     /// bellperson runs each query as an input and an aux MSM over consecutive bases; one MSM
-    /// over the concatenation is the same sum.
-    fn select_ab<'a>(&'a self, assignment: &ProvingAssignment) -> Result<[Self::Vector<'a>; 2]>;
+    /// over the concatenation is the same sum. With `resident` matrices of the proof's
+    /// circuit, a GPU gathers them from `aux` (the aux values as [`upload`](Self::upload) put
+    /// them) where they are, instead of selecting on the host and uploading.
+    fn select_ab<'a>(
+        &'a self,
+        assignment: &ProvingAssignment,
+        resident: Option<&DeviceMatrices>,
+        aux: &Self::Vector<'a>,
+    ) -> Result<[Self::Vector<'a>; 2]>;
 
     /// A curve's bases: `resident` if the device keeps them, else `host`.
     fn bases<'a, C: GpuCurve>(

@@ -1,0 +1,705 @@
+//! Constraint matrices on disk. Recording a production circuit takes tens of seconds and
+//! several GiB, so its matrices are written once and read back by every later process.
+//!
+//! A file is named by its [`MatricesKey`]: the caller's identity of the circuit and the
+//! digest of the parameters' verifying key, so matrices are never reused across circuits or
+//! parameter sets. Whatever a file says, the witness run still checks counts and trace
+//! against it ([`ConstraintMatrices::witness`]); reading it checks that it is whole (a
+//! BLAKE3 digest of everything) and that every index in it is in range, so a damaged or
+//! hostile file is an error, never a panic or an out-of-bounds product.
+//!
+//! Format, version 1, all integers little-endian:
+//!
+//! | bytes | what |
+//! |---|---|
+//! | 8 | magic `WG16MTRX` |
+//! | 4, 4 | version, 0 |
+//! | 32 | key digest |
+//! | 8 × 10 | trace, inputs, aux, constraints, values, A / B / C entries, identity bytes, 0 |
+//! | identity, padded to 8 | the key's circuit identity (UTF-8, for messages) |
+//! | 8 × words | densities: A aux (aux bits), B inputs (inputs bits), B aux (aux bits) |
+//! | 32 × values | coefficient values, canonical `to_repr` |
+//! | A, B, C | each: row starts (u64 × rows + 1), columns (u32), coefficients (u32) |
+//! | 32 | BLAKE3 of every byte before it |
+//!
+//! Rows are `constraints + inputs` (the `input * 0 = 0` ones last), so every length follows
+//! from the header and is checked against the file's size before anything is allocated.
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use bellperson::groth16::VerifyingKey;
+use bellperson::Circuit;
+use blstrs::{Bls12, Scalar};
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+
+use super::{ConstraintMatrices, Matrix, Trace, AUX, MINUS_ONE, PLUS_ONE};
+use crate::groth16::params::user_cache_dir;
+use crate::groth16::synthesis::Density;
+use crate::{Error, Result};
+
+const MAGIC: [u8; 8] = *b"WG16MTRX";
+const VERSION: u32 = 1;
+const HEADER_BYTES: usize = 128;
+const DIGEST_BYTES: u64 = 32;
+/// Longest circuit identity kept in a file (it only names the circuit in messages).
+const MAX_IDENTITY: usize = 1024;
+/// Bytes read (and hashed) at a time.
+const CHUNK: usize = 16 << 20;
+
+/// What a matrices file is for: one circuit structure with one parameter set.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MatricesKey {
+    circuit: String,
+    digest: [u8; 32],
+}
+
+impl MatricesKey {
+    /// The key of circuit `circuit` (the caller's name for its structure, e.g.
+    /// `"StackedDrg2KiBV1_1 porep-id 0500…"`) proved with parameters whose verifying key is
+    /// `vk`.
+    pub fn new(circuit: &str, vk: &VerifyingKey<Bls12>) -> Result<Self> {
+        let mut bytes = Vec::new();
+        vk.write(&mut bytes)
+            .map_err(|e| Error::Internal(format!("cannot serialize a verifying key: {e}")))?;
+        Ok(Self::from_vk_bytes(circuit, &bytes))
+    }
+
+    /// [`new`](Self::new) from the verifying key as bellperson writes it (a `.vk` file).
+    pub fn from_vk_bytes(circuit: &str, vk: &[u8]) -> Self {
+        let mut hasher = blake3::Hasher::new_derive_key("wgpu-groth16 constraint matrices key v1");
+        hasher.update(&(circuit.len() as u64).to_le_bytes());
+        hasher.update(circuit.as_bytes());
+        hasher.update(blake3::hash(vk).as_bytes());
+        MatricesKey {
+            circuit: circuit.to_owned(),
+            digest: *hasher.finalize().as_bytes(),
+        }
+    }
+
+    pub fn circuit(&self) -> &str {
+        &self.circuit
+    }
+
+    pub fn digest(&self) -> [u8; 32] {
+        self.digest
+    }
+
+    /// The file of these matrices in folder `dir`.
+    pub fn path_in(&self, dir: &Path) -> PathBuf {
+        dir.join(format!(
+            "v{VERSION}-{}.matrices",
+            blake3::Hash::from(self.digest).to_hex()
+        ))
+    }
+}
+
+/// `matrices` in the user's cache folder ([`user_cache_dir`]).
+pub fn default_matrices_dir() -> Option<PathBuf> {
+    user_cache_dir().map(|d| d.join("matrices"))
+}
+
+/// Where [`ConstraintMatrices::load_or_record`] got the matrices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Read from this file.
+    Loaded(PathBuf),
+    /// Recorded from the circuit, then written to this file (`None`: not written, which
+    /// was logged).
+    Recorded(Option<PathBuf>),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Loaded(path) => write!(f, "loaded from {}", path.display()),
+            Origin::Recorded(Some(path)) => write!(f, "recorded, written to {}", path.display()),
+            Origin::Recorded(None) => write!(f, "recorded (not written)"),
+        }
+    }
+}
+
+impl ConstraintMatrices {
+    /// Writes the matrices for `key` to `path`, whole or not at all: into a temporary file
+    /// beside it, synced, then renamed over `path`. On failure the temporary file is removed
+    /// and a file already at `path` is left as it was. The parent folder must exist.
+    pub fn write_to(&self, path: &Path, key: &MatricesKey) -> Result<()> {
+        let start = Instant::now();
+        let failed = |reason: String| Error::MatricesFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        let (dir, name) = match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name)) => (dir, name.to_string_lossy()),
+            _ => return Err(failed("not a file path".into())),
+        };
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let mut temporary = Temporary {
+            path: dir.join(format!(
+                ".{name}.{}.{}.tmp",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            )),
+            renamed: false,
+        };
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary.path)
+            .map_err(|e| failed(format!("cannot create {}: {e}", temporary.path.display())))?;
+        let mut sink = Sink {
+            out: BufWriter::with_capacity(CHUNK, file),
+            hasher: blake3::Hasher::new(),
+        };
+        self.encode(&mut sink, key)
+            .and_then(|()| {
+                let digest = sink.hasher.finalize();
+                sink.out.write_all(digest.as_bytes())?;
+                let file = sink.out.into_inner().map_err(|e| e.into_error())?;
+                file.sync_all()
+            })
+            .map_err(|e| failed(format!("cannot write {}: {e}", temporary.path.display())))?;
+        fs::rename(&temporary.path, path).map_err(|e| {
+            failed(format!(
+                "cannot rename {} over it: {e}",
+                temporary.path.display()
+            ))
+        })?;
+        temporary.renamed = true;
+        // Makes the rename durable (best effort: not every file system syncs folders).
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+        log::info!(
+            "wrote constraint matrices ({:.1} MiB) to {} in {:.2?}",
+            self.bytes() as f64 / (1u64 << 20) as f64,
+            path.display(),
+            start.elapsed()
+        );
+        Ok(())
+    }
+
+    fn encode(&self, sink: &mut Sink, key: &MatricesKey) -> io::Result<()> {
+        let identity = identity_bytes(&key.circuit);
+        let header = Header {
+            key: key.digest,
+            trace: self.trace.0,
+            inputs: self.inputs as u64,
+            aux: self.aux as u64,
+            constraints: self.constraints as u64,
+            values: self.values.len() as u64,
+            entries: [&self.a, &self.b, &self.c].map(|m| m.columns.len() as u64),
+            identity: identity.len() as u64,
+        };
+        sink.put(&header.encode())?;
+        sink.put(identity)?;
+        sink.put(&[0; 8][..padding(identity.len())])?;
+        for density in [
+            &self.a_aux_density,
+            &self.b_input_density,
+            &self.b_aux_density,
+        ] {
+            sink.put_u64s(density.words())?;
+        }
+        for values in self.values.chunks(1 << 16) {
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_repr()).collect();
+            sink.put(&bytes)?;
+        }
+        for matrix in [&self.a, &self.b, &self.c] {
+            sink.put_u64s(&matrix.row_starts)?;
+            sink.put_u32s(&matrix.columns)?;
+            sink.put_u32s(&matrix.coefficients)?;
+        }
+        Ok(())
+    }
+
+    /// Reads matrices that [`write_to`](Self::write_to) wrote for `key`. Every length is
+    /// checked against the file's size before anything is allocated, the digest against the
+    /// content, and every index against the counts: a file that is truncated, damaged, of
+    /// another version or for another key is an error naming it and why.
+    pub fn read_from(path: &Path, key: &MatricesKey) -> Result<Self> {
+        let start = Instant::now();
+        let failed = |reason: String| Error::MatricesFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        let io_failed = |e: io::Error| failed(format!("cannot read it: {e}"));
+        let metadata = fs::metadata(path).map_err(io_failed)?;
+        if !metadata.is_file() {
+            return Err(failed("not a regular file".into()));
+        }
+        let file = File::open(path).map_err(io_failed)?;
+        let len = file.metadata().map_err(io_failed)?.len();
+        let mut source = Source {
+            file,
+            hasher: blake3::Hasher::new(),
+        };
+        let mut header = [0u8; HEADER_BYTES];
+        if len < HEADER_BYTES as u64 {
+            return Err(failed(format!(
+                "truncated: {len} bytes, shorter than its {HEADER_BYTES}-byte header"
+            )));
+        }
+        source.fill(&mut header).map_err(io_failed)?;
+        let header = Header::decode(&header).map_err(failed)?;
+        let layout = header.layout().map_err(failed)?;
+        if layout.total != len {
+            return Err(failed(format!(
+                "{} {len} bytes, its header announces {}",
+                if len < layout.total {
+                    "truncated:"
+                } else {
+                    "trailing bytes:"
+                },
+                layout.total
+            )));
+        }
+        let mut identity = vec![0u8; header.identity as usize + padding(header.identity as usize)];
+        source.fill(&mut identity).map_err(io_failed)?;
+        identity.truncate(header.identity as usize);
+        if header.key != key.digest {
+            return Err(failed(format!(
+                "made for another circuit or parameters ({:?}), not {:?}",
+                String::from_utf8_lossy(&identity),
+                key.circuit
+            )));
+        }
+
+        let mut density = |bits: usize| -> Result<(Vec<u64>, usize)> {
+            let mut words = vec![0u64; bits.div_ceil(64)];
+            source.fill_u64s(&mut words).map_err(io_failed)?;
+            Ok((words, bits))
+        };
+        let densities = [
+            density(layout.aux)?,
+            density(layout.inputs)?,
+            density(layout.aux)?,
+        ];
+        let mut value_bytes = vec![0u8; layout.values * 32];
+        source.fill(&mut value_bytes).map_err(io_failed)?;
+        let mut matrix = |entries: usize| -> Result<Matrix> {
+            let mut m = Matrix {
+                row_starts: vec![0; layout.rows + 1],
+                columns: vec![0; entries],
+                coefficients: vec![0; entries],
+            };
+            source.fill_u64s(&mut m.row_starts).map_err(io_failed)?;
+            source.fill_u32s(&mut m.columns).map_err(io_failed)?;
+            source.fill_u32s(&mut m.coefficients).map_err(io_failed)?;
+            Ok(m)
+        };
+        let (a, b, c) = (
+            matrix(layout.entries[0])?,
+            matrix(layout.entries[1])?,
+            matrix(layout.entries[2])?,
+        );
+        let digest = source.hasher.finalize();
+        let mut stored = [0u8; DIGEST_BYTES as usize];
+        source.file.read_exact(&mut stored).map_err(io_failed)?;
+        if digest != blake3::Hash::from(stored) {
+            return Err(failed(
+                "damaged: its content does not match its digest".into(),
+            ));
+        }
+
+        let density = |(words, bits), name: &str| {
+            Density::from_words(words, bits)
+                .ok_or_else(|| failed(format!("its {name} density has bits past its variables")))
+        };
+        let [a_aux, b_input, b_aux] = densities;
+        let a_aux_density = density(a_aux, "A aux")?;
+        let b_input_density = density(b_input, "B input")?;
+        let b_aux_density = density(b_aux, "B aux")?;
+        let values = decode_values(&value_bytes).map_err(failed)?;
+        for (name, matrix) in [("A", &a), ("B", &b), ("C", &c)] {
+            check_matrix(matrix, &layout).map_err(|why| failed(format!("matrix {name}: {why}")))?;
+        }
+        let matrices = ConstraintMatrices {
+            inputs: layout.inputs,
+            aux: layout.aux,
+            constraints: layout.constraints,
+            a,
+            b,
+            c,
+            values,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            trace: Trace(header.trace),
+        };
+        log::info!(
+            "read constraint matrices ({} constraints, {:.1} MiB) from {} in {:.2?}",
+            matrices.constraints,
+            len as f64 / (1u64 << 20) as f64,
+            path.display(),
+            start.elapsed()
+        );
+        Ok(matrices)
+    }
+
+    /// The matrices for `key` from their file in `dir` (the user's cache,
+    /// [`default_matrices_dir`], when `None`); where there is none, or it cannot be read,
+    /// recorded from `circuit()` (called only then) and written there for the next time. A
+    /// file that cannot be read is logged and replaced; one that cannot be written is
+    /// logged: the matrices are returned all the same.
+    pub fn load_or_record<C: Circuit<Scalar>>(
+        dir: Option<&Path>,
+        key: &MatricesKey,
+        circuit: impl FnOnce() -> Result<C>,
+    ) -> Result<(Self, Origin)> {
+        let dir = dir.map(Path::to_path_buf).or_else(default_matrices_dir);
+        let Some(dir) = dir else {
+            log::warn!("no cache folder (HOME is not set): constraint matrices are not kept");
+            return Ok((Self::record(circuit()?)?, Origin::Recorded(None)));
+        };
+        let path = key.path_in(&dir);
+        match Self::read_from(&path, key) {
+            Ok(matrices) => return Ok((matrices, Origin::Loaded(path))),
+            Err(_) if !path.exists() => log::info!(
+                "no constraint matrices for {:?} in {}: recording them",
+                key.circuit,
+                dir.display()
+            ),
+            Err(e) => log::warn!("{e}; recording them again"),
+        }
+        let matrices = Self::record(circuit()?)?;
+        let written = fs::create_dir_all(&dir)
+            .map_err(|e| Error::MatricesFile {
+                path: path.display().to_string(),
+                reason: format!("cannot create its folder: {e}"),
+            })
+            .and_then(|()| matrices.write_to(&path, key));
+        match written {
+            Ok(()) => Ok((matrices, Origin::Recorded(Some(path)))),
+            Err(e) => {
+                log::warn!("{e}; the next process records them again");
+                Ok((matrices, Origin::Recorded(None)))
+            }
+        }
+    }
+}
+
+/// A file being written beside its target, removed when dropped unless renamed over it.
+struct Temporary {
+    path: PathBuf,
+    renamed: bool,
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if !self.renamed {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The file being written, and the digest of what went into it.
+struct Sink {
+    out: BufWriter<File>,
+    hasher: blake3::Hasher,
+}
+
+impl Sink {
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.hasher.update(bytes);
+        self.out.write_all(bytes)
+    }
+
+    fn put_u64s(&mut self, values: &[u64]) -> io::Result<()> {
+        if cfg!(target_endian = "little") {
+            return self.put(bytemuck::cast_slice(values));
+        }
+        for chunk in values.chunks(CHUNK / 8) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.put(&bytes)?;
+        }
+        Ok(())
+    }
+
+    fn put_u32s(&mut self, values: &[u32]) -> io::Result<()> {
+        if cfg!(target_endian = "little") {
+            return self.put(bytemuck::cast_slice(values));
+        }
+        for chunk in values.chunks(CHUNK / 4) {
+            let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.put(&bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// The file being read, and the digest of what came out of it.
+struct Source {
+    file: File,
+    hasher: blake3::Hasher,
+}
+
+impl Source {
+    /// Fills `bytes` from the file in large reads, each hashed while the next is read.
+    fn fill(&mut self, bytes: &mut [u8]) -> io::Result<()> {
+        let mut chunks = bytes.chunks_mut(CHUNK);
+        let Some(mut previous) = chunks.next() else {
+            return Ok(());
+        };
+        self.file.read_exact(previous)?;
+        for next in chunks {
+            let (hasher, file) = (&mut self.hasher, &mut self.file);
+            let ((), read) = rayon::join(
+                || {
+                    hasher.update(previous);
+                },
+                || file.read_exact(next),
+            );
+            read?;
+            previous = next;
+        }
+        self.hasher.update(previous);
+        Ok(())
+    }
+
+    fn fill_u64s(&mut self, values: &mut [u64]) -> io::Result<()> {
+        self.fill(bytemuck::cast_slice_mut(values))?;
+        if cfg!(target_endian = "big") {
+            values.iter_mut().for_each(|v| *v = u64::from_le(*v));
+        }
+        Ok(())
+    }
+
+    fn fill_u32s(&mut self, values: &mut [u32]) -> io::Result<()> {
+        self.fill(bytemuck::cast_slice_mut(values))?;
+        if cfg!(target_endian = "big") {
+            values.iter_mut().for_each(|v| *v = u32::from_le(*v));
+        }
+        Ok(())
+    }
+}
+
+/// The fixed part of a file, after which every length follows.
+struct Header {
+    key: [u8; 32],
+    trace: u64,
+    inputs: u64,
+    aux: u64,
+    constraints: u64,
+    values: u64,
+    entries: [u64; 3],
+    identity: u64,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; HEADER_BYTES] {
+        let mut bytes = [0u8; HEADER_BYTES];
+        bytes[..8].copy_from_slice(&MAGIC);
+        bytes[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        bytes[16..48].copy_from_slice(&self.key);
+        let fields = [
+            self.trace,
+            self.inputs,
+            self.aux,
+            self.constraints,
+            self.values,
+            self.entries[0],
+            self.entries[1],
+            self.entries[2],
+            self.identity,
+            0,
+        ];
+        for (slot, field) in bytes[48..].chunks_exact_mut(8).zip(fields) {
+            slot.copy_from_slice(&field.to_le_bytes());
+        }
+        bytes
+    }
+
+    fn decode(bytes: &[u8; HEADER_BYTES]) -> std::result::Result<Self, String> {
+        if bytes[..8] != MAGIC {
+            return Err("not a constraint matrices file (wrong magic)".into());
+        }
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4]));
+        let version = word(8);
+        if version != VERSION {
+            return Err(format!(
+                "format version {version}, this build reads version {VERSION}"
+            ));
+        }
+        if word(12) != 0 {
+            return Err("reserved header bytes are set".into());
+        }
+        let mut fields = [0u64; 10];
+        for (field, slot) in fields.iter_mut().zip(bytes[48..].chunks_exact(8)) {
+            *field = u64::from_le_bytes(slot.try_into().unwrap_or([0; 8]));
+        }
+        let [trace, inputs, aux, constraints, values, a, b, c, identity, reserved] = fields;
+        if reserved != 0 {
+            return Err("reserved header bytes are set".into());
+        }
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&bytes[16..48]);
+        Ok(Header {
+            key,
+            trace,
+            inputs,
+            aux,
+            constraints,
+            values,
+            entries: [a, b, c],
+            identity,
+        })
+    }
+
+    /// The counts as this machine's sizes, and the file length they add up to; refused
+    /// when they cannot describe matrices (an overflow, too many variables for a column).
+    fn layout(&self) -> std::result::Result<Layout, String> {
+        let impossible = || "impossible counts in its header".to_string();
+        let size = |n: u64| usize::try_from(n).map_err(|_| impossible());
+        if self.inputs == 0 {
+            return Err("no inputs (ONE is always one)".into());
+        }
+        if self.inputs > u64::from(AUX) || self.aux > u64::from(AUX) {
+            return Err(impossible());
+        }
+        if self.values < 2 {
+            return Err("fewer than 2 coefficient values (ONE and -ONE come first)".into());
+        }
+        if self.identity > MAX_IDENTITY as u64 {
+            return Err(format!(
+                "a circuit identity of {} bytes (at most {MAX_IDENTITY})",
+                self.identity
+            ));
+        }
+        let rows = self
+            .constraints
+            .checked_add(self.inputs)
+            .ok_or_else(impossible)?;
+        let words = |bits: u64| bits.div_ceil(64) * 8;
+        let mut total = Some(HEADER_BYTES as u64 + self.identity.next_multiple_of(8))
+            .and_then(|t| t.checked_add(words(self.aux) * 2))
+            .and_then(|t| t.checked_add(words(self.inputs)))
+            .and_then(|t| t.checked_add(self.values.checked_mul(32)?))
+            .and_then(|t| t.checked_add(DIGEST_BYTES));
+        for entries in self.entries {
+            total = total
+                .and_then(|t| t.checked_add(rows.checked_add(1)?.checked_mul(8)?))
+                .and_then(|t| t.checked_add(entries.checked_mul(8)?));
+        }
+        let total = total.ok_or_else(impossible)?;
+        Ok(Layout {
+            inputs: size(self.inputs)?,
+            aux: size(self.aux)?,
+            constraints: size(self.constraints)?,
+            rows: size(rows)?,
+            values: size(self.values)?,
+            entries: [
+                size(self.entries[0])?,
+                size(self.entries[1])?,
+                size(self.entries[2])?,
+            ],
+            total,
+        })
+    }
+}
+
+/// A header's counts, checked to fit this machine and to add up to `total` bytes.
+struct Layout {
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+    rows: usize,
+    values: usize,
+    entries: [usize; 3],
+    total: u64,
+}
+
+/// The identity a file keeps: at most [`MAX_IDENTITY`] bytes, cut at a character boundary.
+fn identity_bytes(circuit: &str) -> &[u8] {
+    let mut end = circuit.len().min(MAX_IDENTITY);
+    while !circuit.is_char_boundary(end) {
+        end -= 1;
+    }
+    &circuit.as_bytes()[..end]
+}
+
+fn padding(len: usize) -> usize {
+    len.next_multiple_of(8) - len
+}
+
+/// The coefficient table: canonical scalars, ONE and -ONE first (the products skip their
+/// multiplications by index).
+fn decode_values(bytes: &[u8]) -> std::result::Result<Vec<Scalar>, String> {
+    let decoded: Vec<Option<Scalar>> = bytes
+        .par_chunks_exact(32)
+        .with_min_len(4096)
+        .map(|repr| {
+            let mut r = [0u8; 32];
+            r.copy_from_slice(repr);
+            Option::from(Scalar::from_repr(r))
+        })
+        .collect();
+    let mut values = Vec::with_capacity(decoded.len());
+    for (i, value) in decoded.into_iter().enumerate() {
+        values.push(value.ok_or_else(|| format!("coefficient value {i} is not canonical"))?);
+    }
+    if values.get(PLUS_ONE as usize) != Some(&Scalar::ONE)
+        || values.get(MINUS_ONE as usize) != Some(&-Scalar::ONE)
+    {
+        return Err("its first coefficient values are not ONE and -ONE".into());
+    }
+    Ok(values)
+}
+
+/// Row starts from 0 up to the entries, never down; every column a variable and every
+/// coefficient a value of the file.
+fn check_matrix(matrix: &Matrix, layout: &Layout) -> std::result::Result<(), String> {
+    let starts = &matrix.row_starts;
+    if starts.first() != Some(&0) || starts.last() != Some(&(matrix.columns.len() as u64)) {
+        return Err(format!(
+            "its row starts run from {:?} to {:?}, not from 0 to its {} entries",
+            starts.first(),
+            starts.last(),
+            matrix.columns.len()
+        ));
+    }
+    if let Some(row) = starts
+        .par_windows(2)
+        .with_min_len(1 << 16)
+        .position_any(|w| w[0] > w[1])
+    {
+        return Err(format!("row {row} ends before it starts"));
+    }
+    let (inputs, aux) = (layout.inputs as u32, layout.aux as u32);
+    let variable = |c: u32| {
+        if c & AUX != 0 {
+            c & !AUX < aux
+        } else {
+            c < inputs
+        }
+    };
+    if let Some(i) = matrix
+        .columns
+        .par_iter()
+        .with_min_len(1 << 16)
+        .position_any(|&c| !variable(c))
+    {
+        return Err(format!(
+            "entry {i} names variable {:#x}, past its {} inputs and {} aux",
+            matrix.columns[i], layout.inputs, layout.aux
+        ));
+    }
+    let values = layout.values as u64;
+    if let Some(i) = matrix
+        .coefficients
+        .par_iter()
+        .with_min_len(1 << 16)
+        .position_any(|&v| u64::from(v) >= values)
+    {
+        return Err(format!(
+            "entry {i} names coefficient value {}, past its {} values",
+            matrix.coefficients[i], layout.values
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! Constraint matrices on disk: what is written reads back equal and proves as bellperson
+//! does; a file that is truncated, damaged, of another format or for another key is an
+//! error, never a panic; a write is whole or leaves the earlier file; `load_or_record`
+//! records once, then loads.
+
+mod common;
+
+use std::cell::Cell;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use bellperson::groth16::{create_proof_batch, generate_random_parameters};
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+use wgpu_groth16::groth16::circuits::{BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage};
+use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, MatricesKey, Origin};
+use wgpu_groth16::groth16::{Prover, ProverEngine};
+use wgpu_groth16::Error;
+
+use common::cli::scratch;
+
+/// An input allocated after a constraint over aux variables (as Filecoin's `inputize`), and
+/// a coefficient other than ±1.
+#[derive(Clone)]
+struct LateInput {
+    x: Option<Scalar>,
+}
+
+impl Circuit<Scalar> for LateInput {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let missing = || SynthesisError::AssignmentMissing;
+        let square = self.x.map(|x| x.square());
+        let x = cs.alloc(|| "x", || self.x.ok_or_else(missing))?;
+        let y = cs.alloc(|| "x^2", || square.ok_or_else(missing))?;
+        cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+        let input = cs.alloc_input(|| "y in", || square.ok_or_else(missing))?;
+        let three = Scalar::from(3u64);
+        cs.enforce(
+            || "3 y in = 3 y",
+            |lc| lc + (three, input),
+            |lc| lc + CS::one(),
+            |lc| lc + (three, y),
+        );
+        Ok(())
+    }
+}
+
+fn key(name: &str) -> MatricesKey {
+    MatricesKey::from_vk_bytes(name, b"a verifying key")
+}
+
+fn written(dir: &Path, matrices: &ConstraintMatrices, key: &MatricesKey) -> Vec<u8> {
+    let path = key.path_in(dir);
+    matrices.write_to(&path, key).expect("written");
+    fs::read(path).unwrap()
+}
+
+/// `bytes` at the key's path in `dir`, then read back.
+fn read_bytes(dir: &Path, key: &MatricesKey, bytes: &[u8]) -> Result<ConstraintMatrices, Error> {
+    let path = key.path_in(dir);
+    fs::write(&path, bytes).unwrap();
+    ConstraintMatrices::read_from(&path, key)
+}
+
+fn refusal(result: Result<ConstraintMatrices, Error>) -> String {
+    match result {
+        Err(Error::MatricesFile { reason, .. }) => reason,
+        Err(other) => panic!("another error: {other}"),
+        Ok(_) => panic!("accepted"),
+    }
+}
+
+/// The file's trailing digest made right again after an edit.
+fn redigest(bytes: &mut [u8]) {
+    let body = bytes.len() - 32;
+    let digest = blake3::hash(&bytes[..body]);
+    bytes[body..].copy_from_slice(digest.as_bytes());
+}
+
+fn small_matrices() -> ConstraintMatrices {
+    ConstraintMatrices::record(FilecoinLike::blank(8).unwrap()).unwrap()
+}
+
+#[test]
+fn matrices_read_back_equal_to_those_written() {
+    let dir = scratch("round-trip");
+    let circuits: Vec<(&str, ConstraintMatrices)> = vec![
+        (
+            "sha256",
+            ConstraintMatrices::record(Sha256Preimage::blank(64)).unwrap(),
+        ),
+        (
+            "filecoin-like",
+            ConstraintMatrices::record(FilecoinLike::blank(12).unwrap()).unwrap(),
+        ),
+        (
+            "many-inputs",
+            ConstraintMatrices::record(ManyInputs::blank(70)).unwrap(),
+        ),
+        (
+            "bits-heavy",
+            ConstraintMatrices::record(BitsHeavy::blank(300)).unwrap(),
+        ),
+        (
+            "late-input",
+            ConstraintMatrices::record(LateInput { x: None }).unwrap(),
+        ),
+    ];
+    for (name, matrices) in circuits {
+        let key = key(name);
+        let path = key.path_in(&dir);
+        matrices.write_to(&path, &key).expect("written");
+        let read = ConstraintMatrices::read_from(&path, &key).expect("read");
+        assert!(read == matrices, "{name}: read back differently");
+    }
+}
+
+#[test]
+fn proofs_through_loaded_matrices_equal_bellperson() {
+    let dir = scratch("proofs");
+    let blank = Sha256Preimage::blank(32);
+    let params = generate_random_parameters::<Bls12, _, _>(
+        blank.clone(),
+        &mut ChaCha20Rng::seed_from_u64(5),
+    )
+    .unwrap();
+    let key = MatricesKey::new("sha256 of 32 bytes", &params.vk).unwrap();
+    let mut vk = Vec::new();
+    params.vk.write(&mut vk).unwrap();
+    assert_eq!(key, MatricesKey::from_vk_bytes("sha256 of 32 bytes", &vk));
+    let path = key.path_in(&dir);
+    ConstraintMatrices::record(blank)
+        .unwrap()
+        .write_to(&path, &key)
+        .unwrap();
+    let matrices = Arc::new(ConstraintMatrices::read_from(&path, &key).unwrap());
+
+    let circuits: Vec<Sha256Preimage> = (0..2u8).map(|i| Sha256Preimage::new(&[i; 32])).collect();
+    let mut rng = ChaCha20Rng::seed_from_u64(6);
+    let rs: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
+    let ss: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
+    let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone()).unwrap();
+    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None).unwrap();
+    let proofs = prover
+        .prove_batch_precompiled(circuits, &matrices, &rs, &ss)
+        .unwrap();
+    for (ours, theirs) in proofs.iter().zip(&expected) {
+        assert_eq!(common::proof_bytes(ours), common::proof_bytes(theirs));
+    }
+}
+
+#[test]
+fn a_truncated_or_extended_file_is_refused() {
+    let dir = scratch("truncated");
+    let key = key("truncated");
+    let bytes = written(&dir, &small_matrices(), &key);
+    let len = bytes.len();
+    for cut in [
+        0,
+        7,
+        100,
+        127,
+        128,
+        135,
+        1000,
+        len / 2,
+        len - 33,
+        len - 32,
+        len - 1,
+    ] {
+        let why = refusal(read_bytes(&dir, &key, &bytes[..cut]));
+        assert!(why.contains("truncated"), "cut at {cut}: {why}");
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    let why = refusal(read_bytes(&dir, &key, &longer));
+    assert!(why.contains("trailing bytes"), "{why}");
+}
+
+#[test]
+fn a_flipped_byte_anywhere_is_refused() {
+    let dir = scratch("flipped");
+    let key = key("flipped");
+    let bytes = written(&dir, &small_matrices(), &key);
+    // Every header byte, then a spread of the body's.
+    let body: Vec<usize> = (128..bytes.len()).step_by(997).collect();
+    for at in (0..128).chain(body).chain([bytes.len() - 1]) {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x40;
+        refusal(read_bytes(&dir, &key, &damaged));
+    }
+    // A body byte: caught by the digest.
+    let mut damaged = bytes.clone();
+    damaged[bytes.len() / 2] ^= 1;
+    let why = refusal(read_bytes(&dir, &key, &damaged));
+    assert!(why.contains("does not match its digest"), "{why}");
+}
+
+#[test]
+fn another_magic_version_or_key_is_refused() {
+    let dir = scratch("other");
+    let key = key("circuit one");
+    let bytes = written(&dir, &small_matrices(), &key);
+    let mut other = bytes.clone();
+    other[..8].copy_from_slice(b"NOTMTRX!");
+    assert!(refusal(read_bytes(&dir, &key, &other)).contains("wrong magic"));
+    let mut other = bytes.clone();
+    other[8] = 2;
+    redigest(&mut other);
+    assert!(refusal(read_bytes(&dir, &key, &other)).contains("format version 2"));
+
+    // Another circuit, or the same circuit with other parameters.
+    let path = key.path_in(&dir);
+    fs::write(&path, &bytes).unwrap();
+    for wrong in [
+        MatricesKey::from_vk_bytes("circuit two", b"a verifying key"),
+        MatricesKey::from_vk_bytes("circuit one", b"another verifying key"),
+    ] {
+        let why = refusal(ConstraintMatrices::read_from(&path, &wrong));
+        assert!(why.contains("another circuit or parameters"), "{why}");
+        assert!(why.contains("circuit one"), "{why}");
+    }
+    let why = refusal(ConstraintMatrices::read_from(&dir, &key));
+    assert!(why.contains("not a regular file"), "{why}");
+}
+
+/// Contents that the digest vouches for but that cannot be matrices: each index is checked.
+#[test]
+fn consistent_digest_over_impossible_contents_is_refused() {
+    let dir = scratch("impossible");
+    let key = key("impossible");
+    let matrices = ConstraintMatrices::record(LateInput { x: None }).unwrap();
+    let bytes = written(&dir, &matrices, &key);
+    let len = bytes.len();
+    // The file ends with C's coefficients (u32 each), then the digest: the last
+    // coefficient names a value past the table.
+    let mut other = bytes.clone();
+    other[len - 36..len - 32].copy_from_slice(&1000u32.to_le_bytes());
+    redigest(&mut other);
+    let why = refusal(read_bytes(&dir, &key, &other));
+    assert!(
+        why.contains("matrix C") && why.contains("coefficient value 1000"),
+        "{why}"
+    );
+    // Before them, C's columns: an aux index past the aux variables.
+    let entries = u64::from_le_bytes(bytes[48 + 7 * 8..48 + 8 * 8].try_into().unwrap()) as usize;
+    let last_column = len - 32 - 4 * entries - 4;
+    let mut other = bytes.clone();
+    other[last_column..last_column + 4].copy_from_slice(&(0x8000_0000u32 | 77).to_le_bytes());
+    redigest(&mut other);
+    let why = refusal(read_bytes(&dir, &key, &other));
+    assert!(
+        why.contains("matrix C") && why.contains("names variable"),
+        "{why}"
+    );
+    // C's last row start is its entry count: one less leaves an entry out.
+    let last_start = last_column + 4 - 4 * entries - 8;
+    let mut other = bytes.clone();
+    other[last_start..last_start + 8].copy_from_slice(&(entries as u64 - 1).to_le_bytes());
+    redigest(&mut other);
+    let why = refusal(read_bytes(&dir, &key, &other));
+    assert!(why.contains("row starts"), "{why}");
+    // Counts too large for any file.
+    let mut other = bytes.clone();
+    other[56..64].copy_from_slice(&u64::MAX.to_le_bytes());
+    redigest(&mut other);
+    refusal(read_bytes(&dir, &key, &other));
+}
+
+#[test]
+fn a_failed_write_creates_nothing_and_a_rewrite_replaces_the_whole_file() {
+    let dir = scratch("writes");
+    let key = key("writes");
+    // A parent that is a file: refused, nothing made.
+    let blocker = dir.join("a-file");
+    fs::write(&blocker, b"not a folder").unwrap();
+    let err = small_matrices()
+        .write_to(&blocker.join("m.matrices"), &key)
+        .unwrap_err();
+    assert!(matches!(err, Error::MatricesFile { .. }), "{err}");
+    assert_eq!(fs::read(&blocker).unwrap(), b"not a folder");
+
+    // Larger matrices, then smaller ones over them: the smaller read back, no leftovers.
+    let path = key.path_in(&dir);
+    let large = ConstraintMatrices::record(FilecoinLike::blank(11).unwrap()).unwrap();
+    large.write_to(&path, &key).unwrap();
+    let small = small_matrices();
+    small.write_to(&path, &key).unwrap();
+    assert!(ConstraintMatrices::read_from(&path, &key).unwrap() == small);
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let expected = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(names, ["a-file".to_string(), expected]);
+}
+
+#[test]
+fn load_or_record_records_once_then_loads_and_replaces_a_damaged_file() {
+    let dir = scratch("load-or-record");
+    let key = key("load or record");
+    let calls = Cell::new(0);
+    let circuit = || {
+        calls.set(calls.get() + 1);
+        Ok(FilecoinLike::blank(9).unwrap())
+    };
+    let (first, origin) = ConstraintMatrices::load_or_record(Some(&dir), &key, circuit).unwrap();
+    let path = key.path_in(&dir);
+    assert_eq!(origin, Origin::Recorded(Some(path.clone())));
+    let (second, origin) = ConstraintMatrices::load_or_record(Some(&dir), &key, circuit).unwrap();
+    assert_eq!(origin, Origin::Loaded(path.clone()));
+    assert_eq!(calls.get(), 1, "the second call recorded again");
+    assert!(first == second);
+
+    // A damaged file is recorded again and replaced.
+    let mut bytes = fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    fs::write(&path, &bytes).unwrap();
+    let (third, origin) = ConstraintMatrices::load_or_record(Some(&dir), &key, circuit).unwrap();
+    assert_eq!(origin, Origin::Recorded(Some(path.clone())));
+    assert_eq!(calls.get(), 2);
+    assert!(third == first);
+    assert!(ConstraintMatrices::read_from(&path, &key).unwrap() == first);
+
+    // A folder that cannot be made: recorded all the same, not written.
+    let blocker = dir.join("a-file");
+    fs::write(&blocker, b"").unwrap();
+    let (fourth, origin) =
+        ConstraintMatrices::load_or_record(Some(&blocker.join("sub")), &key, circuit).unwrap();
+    assert_eq!(origin, Origin::Recorded(None));
+    assert!(fourth == first);
+}
