@@ -96,6 +96,19 @@ fn zero_commitments_are_refused() {
     assert!(err.to_string().contains("seed is all zeros"), "{err}");
 }
 
+/// Records the first circuit it is handed.
+struct Record;
+
+impl wgpu_groth16_filecoin::job::PartitionCircuits for Record {
+    type Output = wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+    fn run<C: bellperson::Circuit<blstrs::Scalar> + Send>(
+        self,
+        mut circuits: Vec<C>,
+    ) -> wgpu_groth16_filecoin::Result<Self::Output> {
+        Ok(wgpu_groth16::groth16::precompiled::ConstraintMatrices::record(circuits.remove(0))?)
+    }
+}
+
 /// The partition circuit through a recorded constraint system (issue 16): the witness run
 /// and the matrix products give exactly what full synthesis gives, inputs interleaved with
 /// aux variables as the real circuit allocates them.
@@ -107,16 +120,6 @@ fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
     use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
     use wgpu_groth16_filecoin::job::PartitionCircuits;
 
-    struct Record;
-    impl PartitionCircuits for Record {
-        type Output = ConstraintMatrices;
-        fn run<C: Circuit<Scalar> + Send>(
-            self,
-            mut circuits: Vec<C>,
-        ) -> wgpu_groth16_filecoin::Result<ConstraintMatrices> {
-            Ok(ConstraintMatrices::record(circuits.remove(0))?)
-        }
-    }
     struct Synthesize<'a>(Option<&'a ConstraintMatrices>);
     impl PartitionCircuits for Synthesize<'_> {
         type Output = ProvingAssignment;
@@ -148,22 +151,9 @@ fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
 /// in memory, then loaded from their file by another process' cache.
 #[test]
 fn the_blank_circuit_records_the_matrices_of_the_real_one_once() {
-    use bellperson::Circuit;
-    use blstrs::Scalar;
-    use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, Origin};
-    use wgpu_groth16_filecoin::job::PartitionCircuits;
+    use wgpu_groth16::groth16::precompiled::Origin;
     use wgpu_groth16_filecoin::matrices::{matrices_key, MatricesCache, SynthesisPath};
 
-    struct Record;
-    impl PartitionCircuits for Record {
-        type Output = ConstraintMatrices;
-        fn run<C: Circuit<Scalar> + Send>(
-            self,
-            mut circuits: Vec<C>,
-        ) -> wgpu_groth16_filecoin::Result<ConstraintMatrices> {
-            Ok(ConstraintMatrices::record(circuits.remove(0))?)
-        }
-    }
     let commit = commit();
     // The reference's parameters: their verifying key is the one another test writes to
     // the `.vk` file, which the key is read from once it is there.

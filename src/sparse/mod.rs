@@ -40,6 +40,8 @@ struct Chunk {
     /// The output part it writes.
     part: usize,
     params: SparseParams,
+    /// `params` on the device, made once: every proof dispatches the same chunks.
+    uniform: wgpu::Buffer,
     /// Row starts, or the gathered columns.
     words: wgpu::Buffer,
     /// The entries of its rows (a placeholder for a gather).
@@ -157,11 +159,22 @@ impl SparseKernels {
         }
         let inputs_at = u32::try_from(matrices.values().len())
             .map_err(|_| Error::Internal("over 2^32 coefficient values".into()))?;
-        let params = |count: usize, out_first: usize| SparseParams {
-            count: count as u32,
-            out_first: out_first as u32,
-            inputs_at,
-            aux_part_log: layouts.aux.part_len().trailing_zeros(),
+        let chunk = |part: usize, count: usize, out_first: usize, words, entries| {
+            let params = SparseParams {
+                count: count as u32,
+                out_first: out_first as u32,
+                inputs_at,
+                aux_part_log: layouts.aux.part_len().trailing_zeros(),
+            };
+            Chunk {
+                part,
+                params,
+                uniform: self
+                    .gpu
+                    .uniform_buffer("sparse parameters", bytemuck::bytes_of(&params)),
+                words,
+                entries,
+            }
         };
         let bytes = Self::bytes_of(matrices);
         let budget = match pool {
@@ -192,16 +205,19 @@ impl SparseKernels {
                             .zip(&matrix.coefficients[entries])
                             .flat_map(|(&column, &coefficient)| [column, coefficient])
                             .collect();
-                        chunks.push(Chunk {
+                        let entries = if pairs.is_empty() {
+                            placeholder.clone()
+                        } else {
+                            self.words("matrix entries", &pairs)?
+                        };
+                        let words = self.words("matrix rows", &row_starts)?;
+                        chunks.push(chunk(
                             part,
-                            params: params(stop - start, start - range.start),
-                            words: self.words("matrix rows", &row_starts)?,
-                            entries: if pairs.is_empty() {
-                                placeholder.clone()
-                            } else {
-                                self.words("matrix entries", &pairs)?
-                            },
-                        });
+                            stop - start,
+                            start - range.start,
+                            words,
+                            entries,
+                        ));
                         start = stop;
                     }
                 }
@@ -213,12 +229,15 @@ impl SparseKernels {
                 for (part, range) in part_ranges(layout, columns.len()) {
                     for start in range.clone().step_by(most) {
                         let stop = (start + most).min(range.end);
-                        chunks.push(Chunk {
+                        let words = self.words("query columns", &columns[start..stop])?;
+                        let entries = placeholder.clone();
+                        chunks.push(chunk(
                             part,
-                            params: params(stop - start, start - range.start),
-                            words: self.words("query columns", &columns[start..stop])?,
-                            entries: placeholder.clone(),
-                        });
+                            stop - start,
+                            start - range.start,
+                            words,
+                            entries,
+                        ));
                     }
                 }
                 Ok(chunks)
@@ -323,19 +342,12 @@ impl SparseKernels {
             .clone()
             .flat_map(|(chunks, out)| chunks.iter().map(move |c| (c, out)))
             .collect();
-        let uniforms: Vec<wgpu::Buffer> = chunks
-            .iter()
-            .map(|(chunk, _)| {
-                self.gpu
-                    .uniform_buffer("sparse parameters", bytemuck::bytes_of(&chunk.params))
-            })
-            .collect();
         let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
             pass.set_pipeline(self.program.pipeline(entry));
-            for ((chunk, out), params) in chunks.iter().zip(&uniforms) {
-                let mut buffers = vec![params, &chunk.words, &chunk.entries, &table];
+            for (chunk, out) in &chunks {
+                let mut buffers = vec![&chunk.uniform, &chunk.words, &chunk.entries, &table];
                 buffers.extend(&aux_parts);
                 buffers.push(&out.parts()[chunk.part]);
                 let resources: Vec<_> = buffers.iter().map(|b| b.as_entire_binding()).collect();
