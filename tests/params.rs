@@ -728,3 +728,29 @@ fn checked_once_refuses_a_point_outside_the_subgroup_even_after_the_file_was_che
     assert!(reason.contains("not on the curve"), "{reason}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Random parameters' bases come out of one inversion per run of points: each equals the
+/// point's own affine form, the identity included.
+#[test]
+fn batch_affine_conversion_equals_each_points_own() {
+    use group::{Curve, Group};
+    use wgpu_groth16::curve::{GpuCurve, G1, G2};
+
+    fn check<C: GpuCurve>() {
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let mut points: Vec<C::Projective> =
+            (0..40).map(|_| C::Projective::random(&mut rng)).collect();
+        points[0] = C::Projective::identity();
+        points[17] = C::Projective::identity();
+        points[39] = C::Projective::identity();
+        // Not normalized: Z is not one.
+        points[5] = points[6].double();
+        let mut out = vec![C::Projective::identity().to_affine(); points.len()];
+        C::to_affine_batch(&points, &mut out);
+        for (i, (point, affine)) in points.iter().zip(&out).enumerate() {
+            assert!(point.to_affine() == *affine, "{} point {i}", C::NAME);
+        }
+    }
+    check::<G1>();
+    check::<G2>();
+}

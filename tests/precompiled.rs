@@ -14,7 +14,7 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::groth16::circuits::{BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage};
-use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+use wgpu_groth16::groth16::precompiled::{CircuitParts, ConstraintMatrices};
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{Prover, ProverEngine};
 use wgpu_groth16::msm::MsmConfig;
@@ -86,6 +86,7 @@ fn assert_same_assignment<C: Circuit<Scalar> + Clone>(blank: C, circuit: C) {
         ours == full,
         "recorded synthesis differs from full synthesis"
     );
+    assert_eq!(matrices.shape(), full.shape());
 }
 
 #[test]
@@ -130,6 +131,44 @@ fn another_structure_is_refused() {
         Err(Error::CircuitStructure(why)) => assert!(why.contains("another order"), "{why}"),
         other => panic!("a reordered circuit was not refused: {other:?}"),
     }
+}
+
+/// A witness computed in parts equals the whole circuit's, however many parts; parts that do
+/// not add up to the recorded circuit are refused.
+#[test]
+fn witness_in_parts_equals_the_whole_witness() {
+    let matrices = ConstraintMatrices::record(FilecoinLike::blank(11).unwrap()).unwrap();
+    let circuit = FilecoinLike::new(11, 7).unwrap();
+    let full = synthesize(circuit.clone()).unwrap();
+    for parts in [1, 2, 3, 5, 16, 40] {
+        let values = matrices
+            .witness_in_parts(circuit.clone().in_parts(parts))
+            .unwrap_or_else(|e| panic!("{parts} parts: {e}"));
+        assert!(matrices.products(values) == full, "{parts} parts");
+    }
+    // A part left out.
+    let mut short = circuit.clone().in_parts(4);
+    short.parts.remove(2);
+    match matrices.witness_in_parts(short) {
+        Err(Error::CircuitStructure(why)) => assert!(why.contains("recorded"), "{why}"),
+        other => panic!("a missing part was not refused: {}", other.is_ok()),
+    }
+    // Parts of a circuit of another size: counts differ.
+    let other = FilecoinLike::new(10, 7).unwrap().in_parts(4);
+    assert!(matches!(
+        matrices.witness_in_parts(other),
+        Err(Error::CircuitStructure(_))
+    ));
+    // The same counts in another order: a part's prefix is not the circuit's prefix.
+    let matrices = ConstraintMatrices::record(late_inputs(1, false)).unwrap();
+    let reordered = CircuitParts {
+        prefix: late_inputs(1, true),
+        parts: vec![late_inputs(1, false)],
+    };
+    assert!(matches!(
+        matrices.witness_in_parts(reordered),
+        Err(Error::CircuitStructure(_))
+    ));
 }
 
 #[test]
@@ -202,10 +241,10 @@ fn device_products_equal_the_cpu_products() {
             }),
         ),
         (
-            "FilecoinLike 2^9",
-            Arc::new(ConstraintMatrices::record(FilecoinLike::blank(9).unwrap()).unwrap()),
+            "FilecoinLike 2^8",
+            Arc::new(ConstraintMatrices::record(FilecoinLike::blank(8).unwrap()).unwrap()),
             Box::new(|m: &Arc<ConstraintMatrices>| {
-                m.witness_assignment(FilecoinLike::new(9, 4).unwrap())
+                m.witness_assignment(FilecoinLike::new(8, 4).unwrap())
             }),
         ),
     ];

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::parameter_cache::ParameterSetMetadata;
 use storage_proofs_core::proof::ProofScheme;
-use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, WitnessRun};
 use wgpu_groth16::groth16::Prover;
 
 use crate::matrices::{MatricesCache, SynthesisPath};
@@ -27,6 +27,13 @@ pub const PARTITION_PROOF_BYTES: usize = 192;
 pub trait PartitionCircuits {
     type Output;
     fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output>;
+}
+
+/// Work on a job's partition circuits for a witness run from recorded constraint matrices:
+/// each partition whole, or in parts where its circuit allows ([`ProofJob::with_witness_circuits`]).
+pub trait PartitionWitnesses {
+    type Output;
+    fn run<W: WitnessRun>(self, circuits: Vec<W>) -> Result<Self::Output>;
 }
 
 /// A SNARK of the Filecoin stack to prove: PoRep C2, a SnapDeals update, a PoSt.
@@ -45,6 +52,26 @@ pub trait ProofJob {
     /// sector size and version, and anything else the circuit is built from that is the
     /// same for every sector), for the key of their recorded constraint matrices.
     fn circuit_identity(&self) -> String;
+
+    /// Builds every partition's circuit as [`with_circuits`](Self::with_circuits) does, for
+    /// a witness run from recorded matrices: split into at most `parts` parts that run on
+    /// several threads where the circuit's structure allows
+    /// ([`CircuitParts`](wgpu_groth16::groth16::precompiled::CircuitParts)), whole
+    /// otherwise.
+    fn with_witness_circuits<W: PartitionWitnesses>(
+        &self,
+        _parts: usize,
+        work: W,
+    ) -> Result<W::Output> {
+        struct Whole<W>(W);
+        impl<W: PartitionWitnesses> PartitionCircuits for Whole<W> {
+            type Output = W::Output;
+            fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
+                self.0.run(circuits)
+            }
+        }
+        self.with_circuits(Whole(work))
+    }
 
     /// Hands `work` one blank partition circuit (`CompoundProof::blank_circuit`): no
     /// witness, the constraints of every partition, so the same recorded matrices.
@@ -75,21 +102,32 @@ pub trait ProofJob {
         rs: &[Scalar],
         ss: &[Scalar],
     ) -> Result<(Vec<Proof<Bls12>>, SynthesisPath)> {
-        struct ProveAll<'a> {
+        struct ProveRecorded<'a> {
             prover: &'a Prover,
-            matrices: Option<&'a Arc<ConstraintMatrices>>,
+            matrices: &'a Arc<ConstraintMatrices>,
             rs: &'a [Scalar],
             ss: &'a [Scalar],
         }
-        impl PartitionCircuits for ProveAll<'_> {
+        impl PartitionWitnesses for ProveRecorded<'_> {
+            type Output = Vec<Proof<Bls12>>;
+            fn run<W: WitnessRun>(self, circuits: Vec<W>) -> Result<Self::Output> {
+                Ok(self.prover.prove_batch_precompiled(
+                    circuits,
+                    self.matrices,
+                    self.rs,
+                    self.ss,
+                )?)
+            }
+        }
+        struct ProveFull<'a> {
+            prover: &'a Prover,
+            rs: &'a [Scalar],
+            ss: &'a [Scalar],
+        }
+        impl PartitionCircuits for ProveFull<'_> {
             type Output = Vec<Proof<Bls12>>;
             fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
-                Ok(match self.matrices {
-                    Some(matrices) => self
-                        .prover
-                        .prove_batch_precompiled(circuits, matrices, self.rs, self.ss)?,
-                    None => self.prover.prove_batch(circuits, self.rs, self.ss)?,
-                })
+                Ok(self.prover.prove_batch(circuits, self.rs, self.ss)?)
             }
         }
         if rs.len() != self.partitions() || ss.len() != self.partitions() {
@@ -109,13 +147,16 @@ pub trait ProofJob {
             None => "requested".to_string(),
             Some((_, Err(e))) => format!("no constraint matrices ({e})"),
             Some((cache, Ok((key, matrices, path)))) => {
-                let recorded = ProveAll {
+                let recorded = ProveRecorded {
                     prover,
-                    matrices: Some(&matrices),
+                    matrices: &matrices,
                     rs,
                     ss,
                 };
-                match self.with_circuits(recorded) {
+                // A partition's witness in as many parts as there are threads: a batch's
+                // partitions share them.
+                let parts = std::thread::available_parallelism().map_or(1, |n| n.get());
+                match self.with_witness_circuits(parts, recorded) {
                     Ok(proofs) => return Ok((proofs, path)),
                     Err(Error::Prover(wgpu_groth16::Error::CircuitStructure(why))) => {
                         cache.refuse(&key, &why);
@@ -131,12 +172,7 @@ pub trait ProofJob {
             log::warn!("{why}: proving by full synthesis");
         }
         let proofs = self
-            .with_circuits(ProveAll {
-                prover,
-                matrices: None,
-                rs,
-                ss,
-            })
+            .with_circuits(ProveFull { prover, rs, ss })
             .map_err(params_error)?;
         Ok((proofs, SynthesisPath::Full { why }))
     }

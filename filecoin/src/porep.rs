@@ -12,6 +12,7 @@
 use std::convert::TryInto;
 
 use bellperson::groth16::Proof;
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use filecoin_hashers::{Domain, Hasher};
@@ -27,10 +28,13 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{
     self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg,
 };
+use wgpu_groth16::groth16::precompiled::CircuitParts;
 use wgpu_groth16::groth16::{ParamsShape, Prover};
 
 use crate::error::sector_size_name;
-use crate::job::{compound_circuits, proofs_to_bytes, PartitionCircuits, ProofJob};
+use crate::job::{
+    compound_circuits, proofs_to_bytes, PartitionCircuits, PartitionWitnesses, ProofJob,
+};
 use crate::matrices::{MatricesCache, SynthesisPath};
 use crate::params::ParamsFiles;
 use crate::{Error, Result};
@@ -202,6 +206,15 @@ impl ProofJob for SealCommit {
 
     fn with_blank_circuit<W: PartitionCircuits>(&self, work: W) -> Result<W::Output> {
         with_tree!(self.sector_size(), Tree => run_on_blank::<Tree, W>(self, work))
+    }
+
+    /// Each partition's challenges in groups, every group a part ([`StackedPart`]).
+    fn with_witness_circuits<W: PartitionWitnesses>(
+        &self,
+        parts: usize,
+        work: W,
+    ) -> Result<W::Output> {
+        with_tree!(self.sector_size(), Tree => run_on_parts::<Tree, W>(self, parts, work))
     }
 }
 
@@ -396,6 +409,90 @@ fn run_on_circuits<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
         StackedCircuit<Tree, DefaultPieceHasher>,
         StackedCompound<Tree, DefaultPieceHasher>,
     >(&inputs, &proofs, &params.vanilla_params)?;
+    work.run(circuits)
+}
+
+/// A partition's circuit on some of its challenges, through the stack's own
+/// `StackedCircuit::synthesize`: on none, the allocations every challenge reads (replica id
+/// and commitments, the prefix of [`CircuitParts`]); on all, what `StackedCompound::circuit`
+/// builds. The challenges only read what the prefix allocates, so a partition's witness is
+/// the prefix's, then each group's own, in challenge order.
+struct StackedPart<Tree: 'static + MerkleTreeTrait> {
+    replica_id: <Tree::Hasher as Hasher>::Domain,
+    comm_d: DefaultPieceDomain,
+    comm_r: <Tree::Hasher as Hasher>::Domain,
+    comm_r_last: <Tree::Hasher as Hasher>::Domain,
+    comm_c: <Tree::Hasher as Hasher>::Domain,
+    challenges: Vec<VanillaSealProof<Tree>>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for StackedPart<Tree> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> std::result::Result<(), SynthesisError> {
+        StackedCircuit::<Tree, DefaultPieceHasher>::synthesize(
+            cs,
+            Some(self.replica_id),
+            Some(self.comm_d),
+            Some(self.comm_r),
+            Some(self.comm_r_last),
+            Some(self.comm_c),
+            // The circuit's own challenge type, converted as `StackedCompound::circuit` does.
+            self.challenges.into_iter().map(Into::into).collect(),
+        )
+    }
+}
+
+fn run_on_parts<Tree: 'static + MerkleTreeTrait, W: PartitionWitnesses>(
+    commit: &SealCommit,
+    parts: usize,
+    work: W,
+) -> Result<W::Output> {
+    let inputs = public_inputs::<Tree>(commit)?;
+    let tau = inputs.tau.as_ref().ok_or_else(|| Error::C1Mismatch {
+        what: "its commitments",
+        detail: "comm_d and comm_r are not set".into(),
+    })?;
+    let circuits = vanilla_proofs::<Tree>(commit)?
+        .into_iter()
+        .map(|challenges| {
+            let first = challenges.first().ok_or_else(|| Error::C1Mismatch {
+                what: "its registered proof",
+                detail: "a partition has no vanilla proofs".into(),
+            })?;
+            let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
+            if challenges
+                .iter()
+                .any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c)
+            {
+                return Err(Error::C1Mismatch {
+                    what: "its vanilla proofs",
+                    detail: "a partition's challenges disagree on comm_r_last or comm_c".into(),
+                });
+            }
+            let part = |challenges| StackedPart::<Tree> {
+                replica_id: inputs.replica_id,
+                comm_d: tau.comm_d,
+                comm_r: tau.comm_r,
+                comm_r_last,
+                comm_c,
+                challenges,
+            };
+            let count = challenges.len();
+            let groups = parts.clamp(1, count);
+            let mut challenges = challenges.into_iter();
+            Ok(CircuitParts {
+                prefix: part(Vec::new()),
+                parts: (0..groups)
+                    .map(|k| {
+                        let size = count * (k + 1) / groups - count * k / groups;
+                        part(challenges.by_ref().take(size).collect())
+                    })
+                    .collect(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     work.run(circuits)
 }
 

@@ -17,11 +17,11 @@ use serde_json::json;
 use wgpu_groth16::cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16::cli::prove::open_engine;
 use wgpu_groth16::cli::{CliError, DeviceArgs};
-use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, Origin};
+use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, Origin, WitnessRun};
 use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
-use wgpu_groth16_filecoin::job::PartitionCircuits;
+use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
 use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::porep::seal_commit_phase2_reporting;
@@ -226,19 +226,35 @@ fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
             Ok((self.0.products(witness), witness_time, t.elapsed()))
         }
     }
+    struct InParts<'a>(&'a ConstraintMatrices);
+    impl PartitionWitnesses for InParts<'_> {
+        type Output = (ProvingAssignment, Duration);
+        fn run<W: WitnessRun>(self, mut circuits: Vec<W>) -> Result<Self::Output, Error> {
+            let t = Instant::now();
+            let witness = circuits.remove(0).witness_of(self.0)?;
+            Ok((self.0.products(witness), t.elapsed()))
+        }
+    }
     let (matrices, record_time) = commit.with_circuits(Record)?;
     let (full, full_time) = commit.with_circuits(Full)?;
     let (recorded, witness_time, products_time) = commit.with_circuits(Recorded(&matrices))?;
+    let threads = rayon::current_num_threads();
+    let (parted, parted_time) = commit.with_witness_circuits(threads, InParts(&matrices))?;
     Ok(format!(
-        "synthesis of partition 0: full {:.2} s; recorded matrices ({} constraints, {:.1} MiB, recorded once in {:.2} s): witness {:.2} s + products {:.2} s ({} threads); equal: {}",
+        "synthesis of partition 0: full {:.2} s; recorded matrices ({} constraints, {:.1} MiB, recorded once in {:.2} s): witness {:.2} s + products {:.2} s ({} threads); witness in parts + products {:.2} s; equal: {}",
         full_time.as_secs_f64(),
         matrices.constraints,
         matrices.bytes() as f64 / (1u64 << 20) as f64,
         record_time.as_secs_f64(),
         witness_time.as_secs_f64(),
         products_time.as_secs_f64(),
-        rayon::current_num_threads(),
-        if recorded == full { "yes" } else { "NO" }
+        threads,
+        parted_time.as_secs_f64(),
+        if recorded == full && parted == full {
+            "yes"
+        } else {
+            "NO"
+        }
     ))
 }
 

@@ -116,9 +116,9 @@ impl wgpu_groth16_filecoin::job::PartitionCircuits for Record {
 fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
     use bellperson::Circuit;
     use blstrs::Scalar;
-    use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+    use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, WitnessRun};
     use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
-    use wgpu_groth16_filecoin::job::PartitionCircuits;
+    use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
 
     struct Synthesize<'a>(Option<&'a ConstraintMatrices>);
     impl PartitionCircuits for Synthesize<'_> {
@@ -144,6 +144,25 @@ fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
         recorded == full,
         "recorded synthesis differs from full synthesis"
     );
+
+    // The witness with the challenges in parts (each its own, and both in one), whatever
+    // the threads.
+    struct InParts<'a>(&'a ConstraintMatrices);
+    impl PartitionWitnesses for InParts<'_> {
+        type Output = ProvingAssignment;
+        fn run<W: WitnessRun>(
+            self,
+            mut circuits: Vec<W>,
+        ) -> wgpu_groth16_filecoin::Result<ProvingAssignment> {
+            Ok(self.0.products(circuits.remove(0).witness_of(self.0)?))
+        }
+    }
+    for parts in [1, 2, 3] {
+        let parted = commit
+            .with_witness_circuits(parts, InParts(&matrices))
+            .expect("witness in parts");
+        assert!(parted == full, "{parts} parts differ from full synthesis");
+    }
 }
 
 /// The matrices of the stack's blank partition circuit are those of the real one (recording

@@ -10,7 +10,6 @@ use crate::gpu::{AdapterSelector, GpuContext};
 use crate::groth16::batch::{prove_batch_across, prove_batch_precompiled_across};
 use crate::groth16::circuits::FilecoinLike;
 use crate::groth16::precompiled::ConstraintMatrices;
-use crate::groth16::synthesis::synthesize;
 use crate::groth16::{ProveReport, Prover, ProvingParameters};
 use crate::groth16::{ProverEngine, Step};
 use crate::msm::MsmConfig;
@@ -101,11 +100,21 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
     );
     let mut all_equal = true;
     let timeline = Arc::new(Timeline::new());
+    // The recorded path computes each witness in as many parts as there are threads.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     for &log_n in &options.log_n {
+        // The matrices give the shape without a witness (a full synthesis at 2^27 takes
+        // tens of seconds and gigabytes) and serve the recorded path.
         let t = Instant::now();
-        let shape = synthesize(FilecoinLike::new(log_n, 0)?)?.shape();
-        let params = ProvingParameters::random_for_shape(&shape, log_n as u64);
-        log::info!("2^{log_n}: random parameters in {}", ms(t.elapsed()));
+        let recorded = Arc::new(ConstraintMatrices::record(FilecoinLike::blank(log_n)?)?);
+        println!(
+            "2^{log_n}: matrices recorded in {} ({:.1} MiB)",
+            ms(t.elapsed()),
+            recorded.bytes() as f64 / (1u64 << 20) as f64
+        );
+        let t = Instant::now();
+        let params = ProvingParameters::random_for_shape(&recorded.shape(), log_n as u64);
+        println!("2^{log_n}: random parameters in {}", ms(t.elapsed()));
         let circuits = |count: usize| -> Result<Vec<FilecoinLike>> {
             (0..count as u64)
                 .map(|seed| FilecoinLike::new(log_n, seed))
@@ -116,7 +125,6 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 .map(|i| Scalar::random(ChaCha20Rng::seed_from_u64(salt * 1000 + i)))
                 .collect()
         };
-        let mut matrices = None;
         for (&path, &workers) in options
             .synthesis
             .iter()
@@ -124,20 +132,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         {
             let matrices = match path {
                 SynthesisPath::Full => None,
-                SynthesisPath::Recorded => Some(match &matrices {
-                    Some(recorded) => Arc::clone(recorded),
-                    None => {
-                        let t = Instant::now();
-                        let recorded =
-                            Arc::new(ConstraintMatrices::record(FilecoinLike::blank(log_n)?)?);
-                        println!(
-                            "2^{log_n}: matrices recorded in {} ({:.1} MiB)",
-                            ms(t.elapsed()),
-                            recorded.bytes() as f64 / (1u64 << 20) as f64
-                        );
-                        matrices.insert(recorded).clone()
-                    }
-                }),
+                SynthesisPath::Recorded => Some(&recorded),
             };
             let provers = engines
                 .iter()
@@ -151,7 +146,8 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
             {
                 None => prove_batch_across(&provers, circuits, rs, ss),
                 Some(matrices) => {
-                    prove_batch_precompiled_across(&provers, circuits, matrices, rs, ss)
+                    let parted = circuits.into_iter().map(|c| c.in_parts(threads)).collect();
+                    prove_batch_precompiled_across(&provers, parted, matrices, rs, ss)
                 }
             };
             // One proof per device untimed: clocks up, buffers, tables and matrices made.
@@ -159,7 +155,10 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 let (one, r, s) = (circuits(1)?, randomness(1, 1), randomness(1, 2));
                 match &matrices {
                     None => prover.prove_batch(one, &r, &s)?,
-                    Some(matrices) => prover.prove_batch_precompiled(one, matrices, &r, &s)?,
+                    Some(matrices) => {
+                        let parted = one.into_iter().map(|c| c.in_parts(threads)).collect();
+                        prover.prove_batch_precompiled(parted, matrices, &r, &s)?
+                    }
                 };
             }
             for &batch in &options.batches {

@@ -25,7 +25,7 @@ use rand_core::{OsRng, RngCore};
 
 use super::engine::ProverConfig;
 use super::params::ProvingParameters;
-use super::precompiled::ConstraintMatrices;
+use super::precompiled::{ConstraintMatrices, WitnessRun};
 use super::prover::{BatchProgress, Prover};
 use super::report::{ProveReport, Step};
 use super::synthesis::{synthesize, ProvingAssignment, Shape};
@@ -74,10 +74,11 @@ impl Prover {
     }
 
     /// [`prove_batch`](Self::prove_batch) of circuits whose constraint matrices were
-    /// recorded: each is synthesized from its witness alone (see [`ConstraintMatrices`]).
-    pub fn prove_batch_precompiled<C: Circuit<Scalar> + Send>(
+    /// recorded: each is synthesized from its witness alone (see [`ConstraintMatrices`]),
+    /// whole or in parts ([`WitnessRun`]).
+    pub fn prove_batch_precompiled<W: WitnessRun>(
         &self,
-        circuits: Vec<C>,
+        circuits: Vec<W>,
         matrices: &Arc<ConstraintMatrices>,
         rs: &[Scalar],
         ss: &[Scalar],
@@ -314,9 +315,9 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
 /// [`prove_batch_across`] of circuits whose constraint matrices were recorded: each is
 /// synthesized from its witness alone, and its proof computes a, b, c where its engine runs
 /// (see [`ConstraintMatrices`]).
-pub fn prove_batch_precompiled_across<C: Circuit<Scalar> + Send>(
+pub fn prove_batch_precompiled_across<W: WitnessRun>(
     provers: &[Prover],
-    circuits: Vec<C>,
+    circuits: Vec<W>,
     matrices: &Arc<ConstraintMatrices>,
     rs: &[Scalar],
     ss: &[Scalar],
@@ -346,12 +347,12 @@ impl<C: Circuit<Scalar> + Send> Synthesis for Full<C> {
 }
 
 /// The witness alone: the proof computes a, b, c where its engine runs.
-struct Precompiled<C> {
-    circuit: C,
+struct Precompiled<W> {
+    circuit: W,
     matrices: Arc<ConstraintMatrices>,
 }
 
-impl<C: Circuit<Scalar> + Send> Synthesis for Precompiled<C> {
+impl<W: WitnessRun> Synthesis for Precompiled<W> {
     fn run(self) -> Result<ProvingAssignment> {
         self.matrices.witness_assignment(self.circuit)
     }

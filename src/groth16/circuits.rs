@@ -7,7 +7,7 @@
 //! [`SizeBounds`] says how large a circuit is before it is built, so that a size too large
 //! for the machine or for a parameter file is refused before synthesis allocates anything.
 
-use std::ops::RangeInclusive;
+use std::ops::{Range, RangeInclusive};
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::{multipack, sha256::sha256};
@@ -17,6 +17,7 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
+use super::precompiled::CircuitParts;
 use crate::{Error, Result};
 
 /// A witness value, or the error a blank circuit answers with.
@@ -290,22 +291,27 @@ impl Circuit<Scalar> for SingleConstraint {
 /// added (so its NTT domain is 2^k), with a witness like Filecoin's: half the aux variables
 /// bits, the others full-width field elements grown from seeded ChaCha values.
 ///
-/// Four random public inputs p_0..p_3 and a random start w; then 2^(k-1) - 3 steps of
+/// Four random public inputs p_0..p_3; then, like a Filecoin partition's challenges, 16
+/// independent chains, each a random start w and its share of 2^(k-1) - 3 steps of
 ///
 /// ```text
 /// b * (1 - b) = 0                    (a random bit)
-/// (w + b) * (p_(j mod 4) + b) = w'   (the next full-width value)
+/// (w + b) * (p_(j mod 4) + b) = w'   (the next full-width value; j counts every chain's steps)
 /// ```
 ///
 /// Bits occur in the B query, the w's do not: the B aux density is about half, like the
-/// sparse B queries of real circuits.
+/// sparse B queries of real circuits. The chains read only the inputs, so the witness can
+/// be computed in parts ([`FilecoinLike::in_parts`]).
 #[derive(Clone, Debug)]
 pub struct FilecoinLike {
     log_constraints: u32,
     seed: Option<u64>,
+    /// The chains this circuit (or part of one) allocates after the inputs.
+    chains: Range<usize>,
 }
 
 const FILECOIN_LIKE_INPUTS: usize = 4;
+const FILECOIN_LIKE_CHAINS: usize = 16;
 
 impl FilecoinLike {
     /// Smallest size whose steps use every public input.
@@ -318,6 +324,7 @@ impl FilecoinLike {
         Ok(Self {
             log_constraints,
             seed: Some(seed),
+            chains: 0..FILECOIN_LIKE_CHAINS,
         })
     }
 
@@ -326,6 +333,7 @@ impl FilecoinLike {
         Ok(Self {
             log_constraints,
             seed: None,
+            chains: 0..FILECOIN_LIKE_CHAINS,
         })
     }
 
@@ -341,57 +349,93 @@ impl FilecoinLike {
         }
     }
 
+    /// The circuit's witness in at most `parts` parts (at least one): the inputs, then
+    /// groups of whole chains.
+    pub fn in_parts(self, parts: usize) -> CircuitParts<Self> {
+        let (first, end) = (self.chains.start, self.chains.end);
+        let parts = parts.clamp(1, (end - first).max(1));
+        let of = |range| Self {
+            chains: range,
+            ..self.clone()
+        };
+        CircuitParts {
+            prefix: of(first..first),
+            parts: (0..parts)
+                .map(|k| {
+                    of(first + (end - first) * k / parts..first + (end - first) * (k + 1) / parts)
+                })
+                .collect(),
+        }
+    }
+
     /// Two constraints a step, and the prover adds one per input, ONE included: 5. Since
     /// 2^k - 1 - 5 is even, whole steps fill 2^k - 1 exactly.
     fn steps(&self) -> usize {
         ((1usize << self.log_constraints) - 1 - (FILECOIN_LIKE_INPUTS + 1)) / 2
     }
 
-    /// The exact size: 2^k - 1 constraints, ONE and four inputs, the start value and two
-    /// variables a step.
+    /// Steps of the chains before `chain`: each has an equal share, the first ones one more.
+    fn steps_before(&self, chain: usize) -> usize {
+        let steps = self.steps();
+        chain * (steps / FILECOIN_LIKE_CHAINS) + chain.min(steps % FILECOIN_LIKE_CHAINS)
+    }
+
+    /// The exact size: 2^k - 1 constraints, ONE and four inputs, the chains' start values
+    /// and two variables a step.
     pub fn size_bounds(&self) -> SizeBounds {
         let constraints = (1u64 << self.log_constraints) - 1;
         let inputs = FILECOIN_LIKE_INPUTS as u64 + 1;
         let steps = (constraints - inputs) / 2;
-        SizeBounds::exact(constraints, inputs, 1 + 2 * steps)
+        SizeBounds::exact(constraints, inputs, FILECOIN_LIKE_CHAINS as u64 + 2 * steps)
     }
 }
 
 impl Circuit<Scalar> for FilecoinLike {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let steps = self.steps();
-        let mut rng = self.seed.map(ChaCha20Rng::seed_from_u64);
+        // Stream 0 draws the inputs, stream c + 1 chain c: a part draws its chains' values
+        // without drawing the others'.
+        let rng_of = |stream: usize| {
+            self.seed.map(|seed| {
+                let mut rng = ChaCha20Rng::seed_from_u64(seed);
+                rng.set_stream(stream as u64);
+                rng
+            })
+        };
+        let mut rng = rng_of(0);
         let mut inputs = [(CS::one(), None); FILECOIN_LIKE_INPUTS];
         for (i, input) in inputs.iter_mut().enumerate() {
             let value = rng.as_mut().map(Scalar::random);
             *input = (cs.alloc_input(|| format!("p{i}"), || known(value))?, value);
         }
-        let mut w_value = rng.as_mut().map(Scalar::random);
-        let mut w = cs.alloc(|| "w start", || known(w_value))?;
-        for j in 0..steps {
-            let bit_value = rng
-                .as_mut()
-                .map(|rng| Scalar::from(u64::from(rng.next_u32() & 1)));
-            let bit = cs.alloc(|| format!("b{j}"), || known(bit_value))?;
-            cs.enforce(
-                || format!("b{j} is a bit"),
-                |lc| lc + bit,
-                |lc| lc + CS::one() - bit,
-                |lc| lc,
-            );
-            let (p, p_value) = inputs[j % FILECOIN_LIKE_INPUTS];
-            let next_value = w_value
-                .zip(bit_value)
-                .zip(p_value)
-                .map(|((w, b), p)| (w + b) * (p + b));
-            let next = cs.alloc(|| format!("w{j}"), || known(next_value))?;
-            cs.enforce(
-                || format!("w{j} = (w + b{j}) * (p + b{j})"),
-                |lc| lc + w + bit,
-                |lc| lc + p + bit,
-                |lc| lc + next,
-            );
-            (w, w_value) = (next, next_value);
+        for chain in self.chains.clone() {
+            let mut rng = rng_of(chain + 1);
+            let mut w_value = rng.as_mut().map(Scalar::random);
+            let mut w = cs.alloc(|| format!("w start {chain}"), || known(w_value))?;
+            for j in self.steps_before(chain)..self.steps_before(chain + 1) {
+                let bit_value = rng
+                    .as_mut()
+                    .map(|rng| Scalar::from(u64::from(rng.next_u32() & 1)));
+                let bit = cs.alloc(|| format!("b{j}"), || known(bit_value))?;
+                cs.enforce(
+                    || format!("b{j} is a bit"),
+                    |lc| lc + bit,
+                    |lc| lc + CS::one() - bit,
+                    |lc| lc,
+                );
+                let (p, p_value) = inputs[j % FILECOIN_LIKE_INPUTS];
+                let next_value = w_value
+                    .zip(bit_value)
+                    .zip(p_value)
+                    .map(|((w, b), p)| (w + b) * (p + b));
+                let next = cs.alloc(|| format!("w{j}"), || known(next_value))?;
+                cs.enforce(
+                    || format!("w{j} = (w + b{j}) * (p + b{j})"),
+                    |lc| lc + w + bit,
+                    |lc| lc + p + bit,
+                    |lc| lc + next,
+                );
+                (w, w_value) = (next, next_value);
+            }
         }
         Ok(())
     }

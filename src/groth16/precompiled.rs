@@ -21,7 +21,7 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
-use super::synthesis::{Density, ProvingAssignment};
+use super::synthesis::{Density, ProvingAssignment, Shape};
 use crate::{Error, Result};
 
 mod store;
@@ -107,20 +107,58 @@ impl Matrix {
     }
 }
 
-/// Folds the sequence of a synthesis' allocations and constraints into 64 bits (FNV-1a): a
-/// check that a witness run followed the recorded circuit, not a cryptographic digest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The sequence of a synthesis' allocations and constraints as a polynomial in a fixed point
+/// modulo 2^61 - 1: a check that a witness run followed the recorded circuit, not a
+/// cryptographic digest. Unlike a running hash it composes, so a witness computed in parts
+/// ([`CircuitParts`]) is checked as a whole: the trace of a sequence `s` then `t` is
+/// `trace(s) * x^|t| + trace(t)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Trace(u64);
 
-impl Default for Trace {
-    fn default() -> Self {
-        Trace(0xcbf2_9ce4_8422_2325)
+const TRACE_MODULUS: u64 = (1 << 61) - 1;
+/// The point x: any fixed value of the field works.
+const TRACE_POINT: u64 = 0x0d1c_2b3a_4958_6776;
+
+fn trace_reduce(value: u128) -> u64 {
+    let folded = (value & u128::from(TRACE_MODULUS)) + (value >> 61);
+    let folded = (folded & u128::from(TRACE_MODULUS)) as u64 + (folded >> 61) as u64;
+    if folded >= TRACE_MODULUS {
+        folded - TRACE_MODULUS
+    } else {
+        folded
     }
+}
+
+fn trace_power(mut exponent: u64) -> u64 {
+    let (mut power, mut square) = (1u64, TRACE_POINT);
+    while exponent > 0 {
+        if exponent & 1 == 1 {
+            power = trace_reduce(u128::from(power) * u128::from(square));
+        }
+        square = trace_reduce(u128::from(square) * u128::from(square));
+        exponent >>= 1;
+    }
+    power
 }
 
 impl Trace {
     fn step(&mut self, event: u8) {
-        self.0 = (self.0 ^ u64::from(event)).wrapping_mul(0x0100_0000_01b3);
+        self.0 = trace_reduce(u128::from(self.0) * u128::from(TRACE_POINT) + u128::from(event));
+    }
+
+    /// The trace of this sequence followed by `next`, a sequence of `next_steps` events.
+    fn then(self, next: Trace, next_steps: u64) -> Trace {
+        Trace(trace_reduce(
+            u128::from(self.0) * u128::from(trace_power(next_steps)) + u128::from(next.0),
+        ))
+    }
+
+    /// The trace of what follows `prefix` in this sequence, `steps` events after it.
+    fn after(self, prefix: Trace, steps: u64) -> Trace {
+        let shifted = trace_reduce(u128::from(prefix.0) * u128::from(trace_power(steps)));
+        Trace(trace_reduce(
+            u128::from(self.0) + u128::from(TRACE_MODULUS - shifted),
+        ))
     }
 }
 
@@ -193,6 +231,19 @@ impl ConstraintMatrices {
         ]
     }
 
+    /// The shape of every proving assignment of the circuit: what parameters must fit,
+    /// known without synthesizing a witness.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            constraints: self.rows(),
+            inputs: self.inputs,
+            aux: self.aux,
+            a_aux_density: self.a_aux_density.total(),
+            b_input_density: self.b_input_density.total(),
+            b_aux_density: self.b_aux_density.total(),
+        }
+    }
+
     /// Bytes the matrices take in memory.
     pub fn bytes(&self) -> usize {
         self.a.bytes() + self.b.bytes() + self.c.bytes() + self.values.len() * 32
@@ -211,20 +262,65 @@ impl ConstraintMatrices {
     pub fn witness<C: Circuit<Scalar>>(&self, circuit: C) -> Result<WitnessValues> {
         // Sized once: growing a 2 GiB vector by doubling copies it and faults in its pages
         // again at each step.
-        let mut witness = Witness {
-            inputs: Vec::with_capacity(self.inputs),
-            aux: Vec::with_capacity(self.aux),
-            ..Default::default()
-        };
-        witness.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-        circuit.synthesize(&mut witness)?;
-        // The `input * 0 = 0` constraints of every input, as recorded.
-        for _ in 0..witness.inputs.len() {
-            witness.trace.step(ENFORCE);
+        let run = Witness::run(circuit, (0, 0), 0, (self.inputs, self.aux))?;
+        self.checked(run.inputs, run.aux, run.constraints, run.trace)
+    }
+
+    /// [`witness`](Self::witness) of a circuit in parts, the parts on the current rayon
+    /// pool's threads. Refused unless the parts together allocate and constrain as the
+    /// recorded circuit did.
+    pub fn witness_in_parts<C: Circuit<Scalar> + Send>(
+        &self,
+        circuit: CircuitParts<C>,
+    ) -> Result<WitnessValues> {
+        let CircuitParts { prefix, parts } = circuit;
+        let prefix = Witness::run(prefix, (0, 0), 0, (0, 0))?;
+        let shared = (prefix.input_count, prefix.aux_count);
+        let (prefix_steps, prefix_constraints) = (prefix.steps(), prefix.constraints);
+        let prefix_state = Some((prefix.trace, shared));
+        let runs = parts
+            .into_par_iter()
+            .map(|part| Witness::run(part, shared, prefix_steps, (0, 0)))
+            .collect::<Result<Vec<_>>>()?;
+        let (mut inputs, mut aux) = (prefix.inputs, prefix.aux);
+        inputs.reserve_exact(self.inputs.saturating_sub(inputs.len()));
+        aux.reserve_exact(self.aux.saturating_sub(aux.len()));
+        let (prefix_trace, mut constraints) = (prefix.trace, prefix_constraints);
+        let mut trace = prefix_trace;
+        for run in runs {
+            if run.at_prefix != prefix_state {
+                return Err(Error::CircuitStructure(
+                    "a part of the circuit does not begin with its prefix's allocations and \
+                     constraints"
+                        .into(),
+                ));
+            }
+            let steps = run.steps() - prefix_steps;
+            trace = trace.then(run.trace.after(prefix_trace, steps), steps);
+            constraints += run.constraints - prefix_constraints;
+            inputs.extend(run.inputs);
+            // In place on the pool's threads: at 2^27 a part's values are gigabytes.
+            aux.par_extend(run.aux.into_par_iter());
         }
-        let found = (witness.inputs.len(), witness.aux.len(), witness.constraints);
+        self.checked(inputs, aux, constraints, trace)
+    }
+
+    /// The witness values, if they and the run's constraints and trace are the recorded
+    /// circuit's.
+    fn checked(
+        &self,
+        inputs: Vec<Scalar>,
+        aux: Vec<Scalar>,
+        constraints: usize,
+        mut trace: Trace,
+    ) -> Result<WitnessValues> {
+        // The `input * 0 = 0` constraints of every input, as recorded.
+        for _ in 0..inputs.len() {
+            trace.step(ENFORCE);
+        }
+        let found = (inputs.len(), aux.len(), constraints);
         let recorded = (self.inputs, self.aux, self.constraints);
-        if found != recorded || witness.trace != self.trace {
+        if found != recorded || trace != self.trace {
             return Err(Error::CircuitStructure(format!(
                 "recorded {} inputs, {} aux, {} constraints; this circuit has {}, {}, {}{}",
                 recorded.0,
@@ -240,10 +336,7 @@ impl ConstraintMatrices {
                 }
             )));
         }
-        Ok(WitnessValues {
-            inputs: witness.inputs,
-            aux: witness.aux,
-        })
+        Ok(WitnessValues { inputs, aux })
     }
 
     /// The proving assignment of a checked witness: a = A·z, b = B·z, c = C·z.
@@ -266,11 +359,11 @@ impl ConstraintMatrices {
     /// `circuit`'s witness as a proving assignment whose a, b, c are left to the proof
     /// (`deferred_products`): its engine computes them where it runs, on a GPU with the
     /// matrices resident beside the bases. Refused as [`witness`](Self::witness) refuses.
-    pub fn witness_assignment<C: Circuit<Scalar>>(
+    pub fn witness_assignment<W: WitnessRun>(
         self: &Arc<Self>,
-        circuit: C,
+        circuit: W,
     ) -> Result<ProvingAssignment> {
-        let WitnessValues { inputs, aux } = self.witness(circuit)?;
+        let WitnessValues { inputs, aux } = circuit.witness_of(self)?;
         Ok(ProvingAssignment {
             input_assignment: inputs,
             aux_assignment: aux,
@@ -301,6 +394,33 @@ impl ConstraintMatrices {
 pub struct WitnessValues {
     inputs: Vec<Scalar>,
     aux: Vec<Scalar>,
+}
+
+/// A circuit whose witness is computed in parts on several threads. Each part is a circuit
+/// that makes the allocations of `prefix` (a circuit of those alone) first, then its own;
+/// the whole circuit's are the prefix's, then each part's own, in order. Filecoin's
+/// circuits have this shape: public values first, then challenges that only read them.
+pub struct CircuitParts<C> {
+    pub prefix: C,
+    pub parts: Vec<C>,
+}
+
+/// How recorded matrices get a circuit's witness: a [`Circuit`] runs whole, a
+/// [`CircuitParts`] in parts.
+pub trait WitnessRun: Send {
+    fn witness_of(self, matrices: &ConstraintMatrices) -> Result<WitnessValues>;
+}
+
+impl<C: Circuit<Scalar> + Send> WitnessRun for C {
+    fn witness_of(self, matrices: &ConstraintMatrices) -> Result<WitnessValues> {
+        matrices.witness(self)
+    }
+}
+
+impl<C: Circuit<Scalar> + Send> WitnessRun for CircuitParts<C> {
+    fn witness_of(self, matrices: &ConstraintMatrices) -> Result<WitnessValues> {
+        matrices.witness_in_parts(self)
+    }
 }
 
 /// The constraint system that records: linear combinations into matrix rows, variables
@@ -494,8 +614,54 @@ impl ConstraintSystem<Scalar> for Recorder {
 struct Witness {
     inputs: Vec<Scalar>,
     aux: Vec<Scalar>,
+    /// The first allocations, which a part shares with its prefix: counted and traced, their
+    /// values not kept (the prefix's run keeps them).
+    shared_inputs: usize,
+    shared_aux: usize,
+    /// Steps of the prefix, and the trace and (inputs, aux) counts seen when this run had
+    /// taken as many: a part must have followed the prefix exactly.
+    prefix_steps: u64,
+    at_prefix: Option<(Trace, (usize, usize))>,
+    input_count: usize,
+    aux_count: usize,
     constraints: usize,
     trace: Trace,
+}
+
+impl Witness {
+    /// Runs `circuit` after the ONE input, keeping the values of all but the first
+    /// `shared` (inputs, aux) allocations, noting where it stood after `prefix_steps` steps,
+    /// its vectors sized for `capacity`.
+    fn run<C: Circuit<Scalar>>(
+        circuit: C,
+        shared: (usize, usize),
+        prefix_steps: u64,
+        capacity: (usize, usize),
+    ) -> Result<Self> {
+        let mut witness = Witness {
+            inputs: Vec::with_capacity(capacity.0),
+            aux: Vec::with_capacity(capacity.1),
+            shared_inputs: shared.0,
+            shared_aux: shared.1,
+            prefix_steps,
+            ..Default::default()
+        };
+        witness.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut witness)?;
+        Ok(witness)
+    }
+
+    /// Allocations and constraints seen.
+    fn steps(&self) -> u64 {
+        (self.input_count + self.aux_count + self.constraints) as u64
+    }
+
+    fn step(&mut self, event: u8) {
+        self.trace.step(event);
+        if self.steps() == self.prefix_steps {
+            self.at_prefix = Some((self.trace, (self.input_count, self.aux_count)));
+        }
+    }
 }
 
 impl ConstraintSystem<Scalar> for Witness {
@@ -507,9 +673,13 @@ impl ConstraintSystem<Scalar> for Witness {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.aux.push(f()?);
-        self.trace.step(ALLOC);
-        Ok(Variable(Index::Aux(self.aux.len() - 1)))
+        let value = f()?;
+        if self.aux_count >= self.shared_aux {
+            self.aux.push(value);
+        }
+        self.aux_count += 1;
+        self.step(ALLOC);
+        Ok(Variable(Index::Aux(self.aux_count - 1)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -518,9 +688,13 @@ impl ConstraintSystem<Scalar> for Witness {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.inputs.push(f()?);
-        self.trace.step(INPUT);
-        Ok(Variable(Index::Input(self.inputs.len() - 1)))
+        let value = f()?;
+        if self.input_count >= self.shared_inputs {
+            self.inputs.push(value);
+        }
+        self.input_count += 1;
+        self.step(INPUT);
+        Ok(Variable(Index::Input(self.input_count - 1)))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
@@ -532,7 +706,7 @@ impl ConstraintSystem<Scalar> for Witness {
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.constraints += 1;
-        self.trace.step(ENFORCE);
+        self.step(ENFORCE);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
