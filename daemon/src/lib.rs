@@ -1,0 +1,54 @@
+//! A proving daemon that speaks Curio's `cuzk.v1.ProvingEngine` protocol over gRPC
+//! (`proto/cuzk/v1/proving.proto`), so that Curio's task engine can send its SNARK work to any
+//! GPU wgpu reaches.
+//!
+//! - [`scheduler`]: the queue (idempotent request ids, priorities, a bound on pending jobs,
+//!   cancellation, outcomes kept for late awaits) and one worker per lane.
+//! - [`backend`]: what proves: Filecoin's PoRep C2 through wgpu-groth16, parameters resident.
+//! - [`service`]: the RPCs over the scheduler.
+
+pub mod backend;
+pub mod scheduler;
+pub mod service;
+
+/// The generated protocol: messages, server and client.
+pub mod pb {
+    tonic::include_proto!("cuzk.v1");
+}
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use scheduler::{Backend, Scheduler};
+
+/// Serves `backend` on `listener` until `shutdown` resolves; then pending jobs are cancelled
+/// and running ones finish before this returns.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    backend: Arc<dyn Backend>,
+    max_pending: usize,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    let scheduler = Scheduler::start(backend, max_pending);
+    let service = pb::proving_engine_server::ProvingEngineServer::new(service::Service::new(
+        scheduler.clone(),
+    ))
+    // Curio's C1 outputs are ~50 MB at 32 GiB.
+    .max_decoding_message_size(MAX_MESSAGE_BYTES);
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let served = tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await;
+    let stopping = scheduler.clone();
+    let _ = tokio::task::spawn_blocking(move || stopping.shutdown()).await;
+    served
+}
+
+/// The largest request accepted: a 64 GiB sector's C1 output with room to spare.
+pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+/// The address a listener is bound to, for logs.
+pub fn describe(addr: SocketAddr) -> String {
+    format!("grpc://{addr}")
+}

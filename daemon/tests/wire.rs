@@ -1,0 +1,356 @@
+//! The daemon over the wire: a server on a loopback port, driven by a gRPC client generated
+//! from the same `.proto`. The queue's behaviour runs against a backend whose jobs wait
+//! for the test to let them finish; bad payloads run against the Filecoin backend itself.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use tonic::transport::Channel;
+use wgpu_groth16::groth16::ProverEngine;
+use wgpu_groth16_daemon::backend::FilecoinBackend;
+use wgpu_groth16_daemon::pb::await_proof_response::Status;
+use wgpu_groth16_daemon::pb::proving_engine_client::ProvingEngineClient;
+use wgpu_groth16_daemon::pb::*;
+use wgpu_groth16_daemon::scheduler::{Backend, Lane, LoadedSrs, Proved};
+
+/// Proves by returning the payload reversed, once the test opens the gate; records the
+/// order jobs started in.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    changed: Condvar,
+    started: Mutex<Vec<String>>,
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.changed.notify_all();
+    }
+
+    fn started(&self) -> Vec<String> {
+        self.started.lock().unwrap().clone()
+    }
+}
+
+impl Backend for Gate {
+    fn lanes(&self) -> Vec<Lane> {
+        vec![Lane {
+            name: "gate".into(),
+            vram_total_bytes: 0,
+        }]
+    }
+
+    fn prove(
+        &self,
+        request: &SubmitProofRequest,
+        _lane: usize,
+        cancelled: &AtomicBool,
+    ) -> Result<Proved, String> {
+        self.started
+            .lock()
+            .unwrap()
+            .push(request.request_id.clone());
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            if cancelled.load(Ordering::SeqCst) {
+                return Err("cancelled".into());
+            }
+            open = self
+                .changed
+                .wait_timeout(open, Duration::from_millis(10))
+                .unwrap()
+                .0;
+        }
+        let mut proof = request.vanilla_proof.clone();
+        proof.reverse();
+        Ok(Proved {
+            proof,
+            ..Default::default()
+        })
+    }
+
+    fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), String> {
+        Err(format!("no parameters for {circuit_id}"))
+    }
+
+    fn evict(&self, _: &str) -> Result<(bool, u64), String> {
+        Ok((false, 0))
+    }
+
+    fn loaded(&self) -> Vec<LoadedSrs> {
+        Vec::new()
+    }
+}
+
+/// A daemon on a loopback port and a client connected to it; the daemon stops when the
+/// runtime does.
+fn start(
+    backend: Arc<dyn Backend>,
+    max_pending: usize,
+) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(wgpu_groth16_daemon::serve(
+            listener,
+            backend,
+            max_pending,
+            std::future::pending(),
+        ));
+        ProvingEngineClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap()
+    });
+    (runtime, client)
+}
+
+fn job(request_id: &str, priority: Priority, payload: &[u8]) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        priority: priority as i32,
+        vanilla_proof: payload.to_vec(),
+        ..Default::default()
+    }
+}
+
+async fn wait(
+    client: &mut ProvingEngineClient<Channel>,
+    job_id: &str,
+    ms: u64,
+) -> AwaitProofResponse {
+    client
+        .await_proof(AwaitProofRequest {
+            job_id: job_id.into(),
+            timeout_ms: ms,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+#[test]
+fn the_queue_keeps_its_promises_over_the_wire() {
+    let gate = Arc::new(Gate::default());
+    let (runtime, mut client) = start(gate.clone(), 3);
+    runtime.block_on(async {
+        // The first job runs and waits at the gate; the next ones queue.
+        let first = client
+            .submit_proof(job("first", Priority::Normal, b"1"))
+            .await
+            .unwrap()
+            .into_inner();
+        while gate.started().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let low = client
+            .submit_proof(job("low", Priority::Low, b"low"))
+            .await
+            .unwrap()
+            .into_inner();
+        let normal = client
+            .submit_proof(job("normal", Priority::Normal, b"normal"))
+            .await
+            .unwrap()
+            .into_inner();
+        let critical = client
+            .submit_proof(job("critical", Priority::Critical, b"critical"))
+            .await
+            .unwrap()
+            .into_inner();
+        // Each was next when it came (LOW alone, NORMAL ahead of LOW, CRITICAL ahead of
+        // both); asked again under the same request id, the same job tells its place now.
+        let positions = |jobs: [&SubmitProofResponse; 3]| jobs.map(|j| j.queue_position);
+        assert_eq!(positions([&low, &normal, &critical]), [0, 0, 0]);
+        let mut now = Vec::new();
+        for id in ["low", "normal", "critical"] {
+            let again = client
+                .submit_proof(job(id, Priority::Low, b"other"))
+                .await
+                .unwrap()
+                .into_inner();
+            now.push(again);
+        }
+        let ids = |jobs: [&SubmitProofResponse; 3]| jobs.map(|j| j.job_id.clone());
+        assert_eq!(
+            ids([&now[0], &now[1], &now[2]]),
+            ids([&low, &normal, &critical]),
+            "the same request id is the same job"
+        );
+        assert_eq!(
+            positions([&now[0], &now[1], &now[2]]),
+            [2, 1, 0],
+            "CRITICAL first, LOW last"
+        );
+
+        // A fourth pending job is refused with a gRPC status, not queued.
+        let full = client
+            .submit_proof(job("fourth", Priority::High, b"4"))
+            .await
+            .unwrap_err();
+        assert_eq!(full.code(), tonic::Code::ResourceExhausted, "{full}");
+
+        // An await that times out says so, and the job goes on.
+        let timed_out = wait(&mut client, &first.job_id, 30).await;
+        assert_eq!(timed_out.status, Status::Timeout as i32);
+
+        // Cancelling a pending job and the running one.
+        let cancel = |id: &str| CancelProofRequest { job_id: id.into() };
+        let pending = client
+            .cancel_proof(cancel(&low.job_id))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!pending.was_running);
+        let running = client
+            .cancel_proof(cancel(&first.job_id))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(running.was_running);
+        assert_eq!(
+            wait(&mut client, &low.job_id, 0).await.status,
+            Status::Cancelled as i32
+        );
+        assert_eq!(
+            wait(&mut client, &first.job_id, 0).await.status,
+            Status::Cancelled as i32
+        );
+        let unknown = client.cancel_proof(cancel("job-none")).await.unwrap_err();
+        assert_eq!(unknown.code(), tonic::Code::NotFound);
+        assert_eq!(
+            wait(&mut client, "job-none", 10).await.status,
+            Status::Unknown as i32
+        );
+
+        // Open the gate: CRITICAL, then NORMAL; each proof is its payload reversed.
+        gate.open();
+        let done = wait(&mut client, &critical.job_id, 0).await;
+        assert_eq!(
+            done.status,
+            Status::Completed as i32,
+            "{}",
+            done.error_message
+        );
+        assert_eq!(done.proof, b"lacitirc");
+        let done = wait(&mut client, &normal.job_id, 0).await;
+        assert_eq!(done.proof, b"lamron");
+        assert!(done.total_ms >= done.queue_wait_ms);
+        assert_eq!(gate.started(), ["first", "critical", "normal"]);
+
+        // Prove: submit and await in one call.
+        let proved = client
+            .prove(ProveRequest {
+                submit: Some(job("direct", Priority::High, b"abc")),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        assert_eq!(proved.proof, b"cba");
+
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(status.total_proofs_completed, 3);
+        assert_eq!(status.gpus.len(), 1);
+        assert_eq!(status.gpus[0].name, "gate");
+        let metrics = client
+            .get_metrics(GetMetricsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .prometheus_text;
+        assert!(
+            metrics.contains("wgpu_groth16_proofs_completed_total 3"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("wgpu_groth16_proofs_cancelled_total 2"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("wgpu_groth16_submissions_refused_total 1"),
+            "{metrics}"
+        );
+
+        let preload = client
+            .preload_srs(PreloadSrsRequest {
+                circuit_id: "porep-32g".into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(preload.code(), tonic::Code::FailedPrecondition);
+    });
+}
+
+/// What the Filecoin backend cannot prove fails that job with a message, and the daemon
+/// goes on serving.
+#[test]
+fn bad_jobs_fail_alone() {
+    let backend = Arc::new(FilecoinBackend::new(Arc::new(ProverEngine::cpu())));
+    let (runtime, mut client) = start(backend, 8);
+    runtime.block_on(async {
+        let prove = |request: SubmitProofRequest| {
+            let mut client = client.clone();
+            async move {
+                client
+                    .prove(ProveRequest {
+                        submit: Some(request),
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .result
+                    .unwrap()
+            }
+        };
+        let not_json = prove(job("a", Priority::Normal, b"{ not json")).await;
+        assert_eq!(not_json.status, Status::Failed as i32);
+        assert!(
+            not_json.error_message.contains("vanilla_proof"),
+            "{}",
+            not_json.error_message
+        );
+
+        let curio = br#"{"SectorNum": 7, "Phase1Out": "not base64!", "SectorSize": 2048}"#;
+        let bad_base64 = prove(job("b", Priority::Normal, curio)).await;
+        assert_eq!(bad_base64.status, Status::Failed as i32);
+        assert!(!bad_base64.error_message.is_empty());
+
+        let mut post = job("c", Priority::Critical, b"");
+        post.proof_kind = ProofKind::WinningPost as i32;
+        let unsupported = prove(post).await;
+        assert_eq!(unsupported.status, Status::Failed as i32);
+        assert!(
+            unsupported.error_message.contains("WINNING_POST"),
+            "{}",
+            unsupported.error_message
+        );
+
+        let unknown_circuit = client
+            .evict_srs(EvictSrsRequest {
+                circuit_id: "porep-1t".into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(unknown_circuit.code(), tonic::Code::FailedPrecondition);
+
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            (status.total_proofs_completed, status.total_proofs_failed),
+            (0, 3)
+        );
+        assert!(status.loaded_srs.is_empty());
+    });
+}
