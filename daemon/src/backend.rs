@@ -6,11 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use blstrs::Scalar;
 use filecoin_proofs_api::RegisteredSealProof;
-use wgpu_groth16::groth16::{Prover, ProverEngine};
+use wgpu_groth16::groth16::{Prover, ProverEngine, ProvingParameters, Step};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
+use wgpu_groth16_filecoin::matrices::MatricesCache;
 use wgpu_groth16_filecoin::params::ParamsFiles;
-use wgpu_groth16_filecoin::{seal_commit_phase2, SealCommit};
+use wgpu_groth16_filecoin::porep::seal_commit_phase2_reporting;
+use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
 use crate::pb::{ProofKind, SubmitProofRequest};
 use crate::scheduler::{Backend, Lane, LoadedSrs, Proved};
@@ -50,11 +53,23 @@ struct Resident {
     size_bytes: u64,
 }
 
+/// Given parameters and randomness instead of the parameter files and the OS's r and s:
+/// for comparing the daemon's proofs with bellperson's byte for byte (tests, benchmarks).
+/// Proofs made so are not zero-knowledge, and with parameters that no setup made they fail
+/// `verify_seal`, so they are not verified. Never for proofs that go on chain.
+pub struct Comparison {
+    pub circuit_id: String,
+    pub params: ProvingParameters,
+    pub r: Scalar,
+    pub s: Scalar,
+}
+
 pub struct FilecoinBackend {
     engine: Arc<ProverEngine>,
     resident: Mutex<HashMap<String, Arc<Resident>>>,
     /// One parameter load at a time: two jobs of a new kind must not load it twice.
     loading: Mutex<()>,
+    comparison: Option<Comparison>,
 }
 
 impl FilecoinBackend {
@@ -63,7 +78,42 @@ impl FilecoinBackend {
             engine,
             resident: Mutex::new(HashMap::new()),
             loading: Mutex::new(()),
+            comparison: None,
         }
+    }
+
+    /// A backend that proves with `comparison`'s parameters, r and s (see [`Comparison`]).
+    pub fn comparing(engine: Arc<ProverEngine>, comparison: Comparison) -> Self {
+        FilecoinBackend {
+            comparison: Some(comparison),
+            ..Self::new(engine)
+        }
+    }
+
+    /// The prover of `circuit_id` and the size of its parameters: from its parameter files,
+    /// loaded before this returns, or from the comparison's parameters.
+    fn load(&self, circuit_id: &str) -> Result<(Prover, u64), String> {
+        if let Some(comparison) = &self.comparison {
+            if comparison.circuit_id != circuit_id {
+                return Err(format!(
+                    "this comparing daemon holds {} only, not {circuit_id}",
+                    comparison.circuit_id
+                ));
+            }
+            let prover = Prover::with_engine(comparison.params.clone(), self.engine.clone(), None)
+                .map_err(|e| format!("{circuit_id}: {e}"))?;
+            return Ok((prover, 0));
+        }
+        let files = ParamsFiles::seal(porep_proof(circuit_id)?).map_err(|e| e.to_string())?;
+        let (prover, _) = files
+            .prover(self.engine.clone(), None)
+            .map_err(|e| format!("{circuit_id}: {e}"))?;
+        // The prover loads in the background; a resident set is a loaded one.
+        prover
+            .params()
+            .map_err(|e| format!("{circuit_id}: {}", files.params_error(e)))?;
+        let size_bytes = std::fs::metadata(&files.params).map_or(0, |m| m.len());
+        Ok((prover, size_bytes))
     }
 
     /// The prover of `circuit_id`, loading its parameters if they are not resident; and the
@@ -84,15 +134,7 @@ impl FilecoinBackend {
             return Ok((kept, true, Duration::ZERO));
         }
         let start = Instant::now();
-        let files = ParamsFiles::seal(porep_proof(circuit_id)?).map_err(|e| e.to_string())?;
-        let (prover, _) = files
-            .prover(self.engine.clone(), None)
-            .map_err(|e| format!("{circuit_id}: {e}"))?;
-        // The prover loads in the background; a resident set is a loaded one.
-        prover
-            .params()
-            .map_err(|e| format!("{circuit_id}: {}", files.params_error(e)))?;
-        let size_bytes = std::fs::metadata(&files.params).map_or(0, |m| m.len());
+        let (prover, size_bytes) = self.load(circuit_id)?;
         let kept = Arc::new(Resident {
             prover: Arc::new(prover),
             size_bytes,
@@ -129,11 +171,39 @@ impl FilecoinBackend {
         if cancelled.load(Ordering::SeqCst) {
             return Err("cancelled".into());
         }
-        let proof = seal_commit_phase2(&commit, &resident.prover).map_err(|e| e.to_string())?;
+        let (proof, report) = match &self.comparison {
+            None => {
+                let (proof, _, report) = seal_commit_phase2_reporting(
+                    &commit,
+                    &resident.prover,
+                    MatricesCache::by_default(),
+                )
+                .map_err(|e| e.to_string())?;
+                (proof, report)
+            }
+            Some(comparison) => {
+                commit.check_vanilla_proofs().map_err(|e| e.to_string())?;
+                let rs = vec![comparison.r; commit.partitions()];
+                let ss = vec![comparison.s; commit.partitions()];
+                let (proofs, _, report) = commit
+                    .prove_partitions_reporting(
+                        &resident.prover,
+                        MatricesCache::by_default(),
+                        &rs,
+                        &ss,
+                    )
+                    .map_err(|e| e.to_string())?;
+                (
+                    commit.proof_bytes(&proofs).map_err(|e| e.to_string())?,
+                    report,
+                )
+            }
+        };
         Ok(Proved {
             proof,
             srs_load,
-            ..Default::default()
+            synthesis: report.time(Step::Synthesis),
+            gpu_compute: report.after_synthesis(),
         })
     }
 }

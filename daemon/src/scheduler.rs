@@ -27,7 +27,9 @@ pub struct Proved {
     pub proof: Vec<u8>,
     /// Waiting for the job's parameters to load (zero when they were resident).
     pub srs_load: Duration,
+    /// Synthesis, summed over the job's partitions (which synthesize in parallel).
     pub synthesis: Duration,
+    /// Every step after synthesis (staging, products, H, MSMs), summed over the partitions.
     pub gpu_compute: Duration,
 }
 

@@ -6,13 +6,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use blstrs::Scalar;
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
 use tonic::transport::Channel;
 use wgpu_groth16::groth16::ProverEngine;
-use wgpu_groth16_daemon::backend::FilecoinBackend;
+use wgpu_groth16_daemon::backend::{Comparison, FilecoinBackend};
 use wgpu_groth16_daemon::pb::await_proof_response::Status;
 use wgpu_groth16_daemon::pb::proving_engine_client::ProvingEngineClient;
 use wgpu_groth16_daemon::pb::*;
 use wgpu_groth16_daemon::scheduler::{Backend, Lane, LoadedSrs, Proved};
+use wgpu_groth16_filecoin::job::proofs_to_bytes;
+use wgpu_groth16_filecoin::{ProofJob, SealCommit};
+
+#[path = "../../filecoin/tests/common/mod.rs"]
+mod common;
 
 /// Proves by returning the payload reversed, once the test opens the gate; records the
 /// order jobs started in.
@@ -351,6 +360,125 @@ fn bad_jobs_fail_alone() {
             (status.total_proofs_completed, status.total_proofs_failed),
             (0, 3)
         );
+        assert!(status.loaded_srs.is_empty());
+    });
+}
+
+/// A real 2 KiB PoRep C2 (a sector sealed in the test, Curio's wrapper around its C1 output)
+/// sent over the wire twice: both proofs equal bellperson's on the same circuits, random-point
+/// parameters and r, s; the parameters load for the first only; a job for another miner
+/// fails alone; eviction frees them.
+#[test]
+fn a_2kib_c2_over_the_wire_equals_bellperson() {
+    use base64::Engine as _;
+
+    let sealed = common::sealed();
+    let commit =
+        SealCommit::new(sealed.phase1.clone(), sealed.prover_id, sealed.sector_id).unwrap();
+    let params = common::params_for(&commit, 21);
+    let mut rng = ChaCha20Rng::seed_from_u64(22);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let partitions = commit.partitions();
+    let theirs = commit
+        .prove_with_bellperson(
+            &params.to_bellperson(),
+            &vec![r; partitions],
+            &vec![s; partitions],
+        )
+        .unwrap();
+    let expected = proofs_to_bytes(&theirs).unwrap();
+    let comparison = Comparison {
+        circuit_id: "porep-2k".into(),
+        params,
+        r,
+        s,
+    };
+    let backend = FilecoinBackend::comparing(Arc::new(ProverEngine::cpu()), comparison);
+    let (runtime, mut client) = start(Arc::new(backend), 4);
+    let phase1 = serde_json::to_vec(&sealed.phase1).unwrap();
+    let payload = serde_json::to_vec(&serde_json::json!({
+        "SectorNum": common::SECTOR_ID,
+        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(&phase1),
+        "SectorSize": 2048,
+    }))
+    .unwrap();
+    let request = |request_id: &str, miner_id: u64| SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        sector_size: 2048,
+        priority: Priority::Normal as i32,
+        vanilla_proof: payload.clone(),
+        sector_number: common::SECTOR_ID,
+        miner_id,
+        ..Default::default()
+    };
+    runtime.block_on(async {
+        let prove = |request: SubmitProofRequest| {
+            let mut client = client.clone();
+            async move {
+                client
+                    .prove(ProveRequest {
+                        submit: Some(request),
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .result
+                    .unwrap()
+            }
+        };
+        let first = prove(request("c2-1", common::MINER_ID)).await;
+        assert_eq!(
+            first.status,
+            Status::Completed as i32,
+            "{}",
+            first.error_message
+        );
+        assert!(
+            first.proof == expected,
+            "our proof differs from bellperson's"
+        );
+        assert!(first.total_ms >= first.synthesis_ms.max(first.srs_load_ms));
+        let second = prove(request("c2-2", common::MINER_ID)).await;
+        assert!(second.proof == expected);
+        assert_eq!(second.srs_load_ms, 0, "the parameters stayed loaded");
+
+        let other_miner = prove(request("c2-3", common::MINER_ID + 1)).await;
+        assert_eq!(other_miner.status, Status::Failed as i32);
+        assert!(
+            other_miner.error_message.contains("prover id"),
+            "{}",
+            other_miner.error_message
+        );
+
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        let loaded: Vec<_> = status
+            .loaded_srs
+            .iter()
+            .map(|s| s.circuit_id.as_str())
+            .collect();
+        assert_eq!(loaded, ["porep-2k"]);
+        assert_eq!(
+            (status.total_proofs_completed, status.total_proofs_failed),
+            (2, 1)
+        );
+        let evicted = client
+            .evict_srs(EvictSrsRequest {
+                circuit_id: "porep-2k".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(evicted.was_loaded);
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
         assert!(status.loaded_srs.is_empty());
     });
 }

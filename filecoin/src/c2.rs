@@ -205,7 +205,7 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     });
     let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
     let (rs, ss) = (draw(), draw());
-    let (proofs, synthesis) = commit.prove_partitions_reporting(&prover, matrices, &rs, &ss)?;
+    let (proofs, synthesis, _) = commit.prove_partitions_reporting(&prover, matrices, &rs, &ss)?;
     let synthesis = match (matrices_ready, synthesis) {
         (Some(first), SynthesisPath::Matrices { origin: None, .. }) => first,
         (_, synthesis) => synthesis,

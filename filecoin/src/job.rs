@@ -12,8 +12,9 @@ use rayon::prelude::*;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::parameter_cache::ParameterSetMetadata;
 use storage_proofs_core::proof::ProofScheme;
+use wgpu_groth16::groth16::batch::prove_batch_precompiled_across;
 use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, WitnessRun};
-use wgpu_groth16::groth16::Prover;
+use wgpu_groth16::groth16::{ProveReport, Prover};
 
 use crate::matrices::{MatricesCache, SynthesisPath};
 use crate::params::ParamsFiles;
@@ -92,7 +93,8 @@ pub trait ProofJob {
     }
 
     /// [`prove_partitions`](Self::prove_partitions) with the matrices of `matrices`, or by
-    /// full synthesis without; and how the circuits were synthesized. Matrices that cannot
+    /// full synthesis without; how the circuits were synthesized, and the time each step of
+    /// the batch took ([`ProveReport`], summed over the partitions). Matrices that cannot
     /// be had, or that the witness check finds the circuits differ from, leave full
     /// synthesis to prove them (with a warning): a proof is never made from wrong ones.
     fn prove_partitions_reporting(
@@ -101,7 +103,7 @@ pub trait ProofJob {
         matrices: Option<&MatricesCache>,
         rs: &[Scalar],
         ss: &[Scalar],
-    ) -> Result<(Vec<Proof<Bls12>>, SynthesisPath)> {
+    ) -> Result<(Vec<Proof<Bls12>>, SynthesisPath, ProveReport)> {
         struct ProveRecorded<'a> {
             prover: &'a Prover,
             matrices: &'a Arc<ConstraintMatrices>,
@@ -109,9 +111,11 @@ pub trait ProofJob {
             ss: &'a [Scalar],
         }
         impl PartitionWitnesses for ProveRecorded<'_> {
-            type Output = Vec<Proof<Bls12>>;
+            type Output = (Vec<Proof<Bls12>>, ProveReport);
             fn run<W: WitnessRun>(self, circuits: Vec<W>) -> Result<Self::Output> {
-                Ok(self.prover.prove_batch_precompiled(
+                let provers = std::slice::from_ref(self.prover);
+                Ok(prove_batch_precompiled_across(
+                    provers,
                     circuits,
                     self.matrices,
                     self.rs,
@@ -125,9 +129,9 @@ pub trait ProofJob {
             ss: &'a [Scalar],
         }
         impl PartitionCircuits for ProveFull<'_> {
-            type Output = Vec<Proof<Bls12>>;
+            type Output = (Vec<Proof<Bls12>>, ProveReport);
             fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
-                Ok(self.prover.prove_batch(circuits, self.rs, self.ss)?)
+                Ok(self.prover.prove_batch_report(circuits, self.rs, self.ss)?)
             }
         }
         if rs.len() != self.partitions() || ss.len() != self.partitions() {
@@ -157,7 +161,7 @@ pub trait ProofJob {
                 // partitions share them.
                 let parts = std::thread::available_parallelism().map_or(1, |n| n.get());
                 match self.with_witness_circuits(parts, recorded) {
-                    Ok(proofs) => return Ok((proofs, path)),
+                    Ok((proofs, report)) => return Ok((proofs, path, report)),
                     Err(Error::Prover(wgpu_groth16::Error::CircuitStructure(why))) => {
                         cache.refuse(&key, &why);
                         format!(
@@ -171,10 +175,10 @@ pub trait ProofJob {
         if matrices.is_some() {
             log::warn!("{why}: proving by full synthesis");
         }
-        let proofs = self
+        let (proofs, report) = self
             .with_circuits(ProveFull { prover, rs, ss })
             .map_err(params_error)?;
-        Ok((proofs, SynthesisPath::Full { why }))
+        Ok((proofs, SynthesisPath::Full { why }, report))
     }
 
     /// The partitions' proofs from bellperson's `create_proof_batch` on the same circuits,

@@ -29,7 +29,7 @@ use storage_proofs_porep::stacked::{
     self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg,
 };
 use wgpu_groth16::groth16::precompiled::CircuitParts;
-use wgpu_groth16::groth16::{ParamsShape, Prover};
+use wgpu_groth16::groth16::{ParamsShape, ProveReport, Prover};
 
 use crate::error::sector_size_name;
 use crate::job::{
@@ -226,12 +226,13 @@ pub fn seal_commit_phase2(commit: &SealCommit, prover: &Prover) -> Result<Vec<u8
 }
 
 /// [`seal_commit_phase2`] with the constraint matrices of `matrices` (full synthesis
-/// without), and how the partitions were synthesized.
+/// without), how the partitions were synthesized, and the time each step took (summed over
+/// the partitions).
 pub fn seal_commit_phase2_reporting(
     commit: &SealCommit,
     prover: &Prover,
     matrices: Option<&MatricesCache>,
-) -> Result<(Vec<u8>, SynthesisPath)> {
+) -> Result<(Vec<u8>, SynthesisPath, ProveReport)> {
     commit.check_vanilla_proofs()?;
     let draw = || -> Vec<Scalar> {
         (0..commit.partitions())
@@ -239,10 +240,10 @@ pub fn seal_commit_phase2_reporting(
             .collect()
     };
     let (rs, ss) = (draw(), draw());
-    let (proofs, path) = commit.prove_partitions_reporting(prover, matrices, &rs, &ss)?;
+    let (proofs, path, report) = commit.prove_partitions_reporting(prover, matrices, &rs, &ss)?;
     let bytes = commit.proof_bytes(&proofs)?;
     commit.verify(&bytes)?;
-    Ok((bytes, path))
+    Ok((bytes, path, report))
 }
 
 /// The statement's public inputs, as the stack builds them in `seal_commit_phase2`.

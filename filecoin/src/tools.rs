@@ -308,7 +308,7 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
             true => None,
             false => MatricesCache::by_default(),
         };
-        let (proof, synthesis) = seal_commit_phase2_reporting(&commit, &prover, matrices)?;
+        let (proof, synthesis, _) = seal_commit_phase2_reporting(&commit, &prover, matrices)?;
         let took = t.elapsed();
         let params = match (run, ready.get()) {
             (0, Some(r)) => format!("{:.2} (checked {:?})", r.read.as_secs_f64(), r.checked),

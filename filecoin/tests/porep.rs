@@ -226,7 +226,7 @@ fn wrong_matrices_fall_back_to_full_synthesis_and_the_same_proof() {
         .unwrap();
     let cache = MatricesCache::in_folder(&dir);
     let (rs, ss) = common::draw_rs_ss(&commit, SEED);
-    let (proofs, path) = commit
+    let (proofs, path, _) = commit
         .prove_partitions_reporting(&prover, Some(&cache), &rs, &ss)
         .expect("proved by full synthesis");
     assert!(

@@ -134,7 +134,7 @@ pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingPar
             ..Default::default()
         };
         let prover = Prover::new(params.clone(), &config).expect("prover");
-        let (proofs, synthesis) = job
+        let (proofs, synthesis, _) = job
             .prove_partitions_reporting(&prover, Some(MatricesCache::shared()), &rs, &ss)
             .expect("ours");
         assert!(
