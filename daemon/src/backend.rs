@@ -1,5 +1,5 @@
-//! The daemon's prover: Filecoin SNARKs on one engine (a GPU, or the CPU without one), each
-//! parameter set loaded once and kept until evicted.
+//! The daemon's prover: Filecoin SNARKs on its engines (one lane each: a GPU, or the CPU
+//! without one), each parameter set loaded once per lane and kept until evicted.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,17 +65,19 @@ pub struct Comparison {
 }
 
 pub struct FilecoinBackend {
-    engine: Arc<ProverEngine>,
-    resident: Mutex<HashMap<String, Arc<Resident>>>,
+    engines: Vec<Arc<ProverEngine>>,
+    /// By lane and circuit id.
+    resident: Mutex<HashMap<(usize, String), Arc<Resident>>>,
     /// One parameter load at a time: two jobs of a new kind must not load it twice.
     loading: Mutex<()>,
     comparison: Option<Comparison>,
 }
 
 impl FilecoinBackend {
-    pub fn new(engine: Arc<ProverEngine>) -> Self {
+    /// A backend with one lane per engine (at least one).
+    pub fn new(engines: Vec<Arc<ProverEngine>>) -> Self {
         FilecoinBackend {
-            engine,
+            engines,
             resident: Mutex::new(HashMap::new()),
             loading: Mutex::new(()),
             comparison: None,
@@ -83,16 +85,21 @@ impl FilecoinBackend {
     }
 
     /// A backend that proves with `comparison`'s parameters, r and s (see [`Comparison`]).
-    pub fn comparing(engine: Arc<ProverEngine>, comparison: Comparison) -> Self {
+    pub fn comparing(engines: Vec<Arc<ProverEngine>>, comparison: Comparison) -> Self {
         FilecoinBackend {
             comparison: Some(comparison),
-            ..Self::new(engine)
+            ..Self::new(engines)
         }
     }
 
     /// The prover of `circuit_id` and the size of its parameters: from its parameter files,
     /// loaded before this returns, or from the comparison's parameters.
-    fn load(&self, circuit_id: &str) -> Result<(Prover, u64), String> {
+    fn load(&self, lane: usize, circuit_id: &str) -> Result<(Prover, u64), String> {
+        let engine = self
+            .engines
+            .get(lane)
+            .ok_or_else(|| format!("no lane {lane}"))?
+            .clone();
         if let Some(comparison) = &self.comparison {
             if comparison.circuit_id != circuit_id {
                 return Err(format!(
@@ -100,13 +107,13 @@ impl FilecoinBackend {
                     comparison.circuit_id
                 ));
             }
-            let prover = Prover::with_engine(comparison.params.clone(), self.engine.clone(), None)
+            let prover = Prover::with_engine(comparison.params.clone(), engine, None)
                 .map_err(|e| format!("{circuit_id}: {e}"))?;
             return Ok((prover, 0));
         }
         let files = ParamsFiles::seal(porep_proof(circuit_id)?).map_err(|e| e.to_string())?;
         let (prover, _) = files
-            .prover(self.engine.clone(), None)
+            .prover(engine, None)
             .map_err(|e| format!("{circuit_id}: {e}"))?;
         // The prover loads in the background; a resident set is a loaded one.
         prover
@@ -116,14 +123,19 @@ impl FilecoinBackend {
         Ok((prover, size_bytes))
     }
 
-    /// The prover of `circuit_id`, loading its parameters if they are not resident; and the
-    /// time the load took (zero if they were).
-    fn prover(&self, circuit_id: &str) -> Result<(Arc<Resident>, bool, Duration), String> {
+    /// The prover of `circuit_id` on `lane`, loading its parameters if they are not
+    /// resident; whether they were, and the time the load took (zero if they were).
+    fn prover(
+        &self,
+        lane: usize,
+        circuit_id: &str,
+    ) -> Result<(Arc<Resident>, bool, Duration), String> {
+        let key = (lane, circuit_id.to_string());
         let resident = |this: &Self| {
             this.resident
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .get(circuit_id)
+                .get(&key)
                 .cloned()
         };
         if let Some(kept) = resident(self) {
@@ -134,7 +146,7 @@ impl FilecoinBackend {
             return Ok((kept, true, Duration::ZERO));
         }
         let start = Instant::now();
-        let (prover, size_bytes) = self.load(circuit_id)?;
+        let (prover, size_bytes) = self.load(lane, circuit_id)?;
         let kept = Arc::new(Resident {
             prover: Arc::new(prover),
             size_bytes,
@@ -142,14 +154,18 @@ impl FilecoinBackend {
         self.resident
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(circuit_id.to_string(), kept.clone());
-        log::info!("{circuit_id}: parameters loaded in {:.2?}", start.elapsed());
+            .insert(key, kept.clone());
+        log::info!(
+            "{circuit_id}: parameters loaded on lane {lane} in {:.2?}",
+            start.elapsed()
+        );
         Ok((kept, false, start.elapsed()))
     }
 
     fn prove_porep(
         &self,
         request: &SubmitProofRequest,
+        lane: usize,
         cancelled: &AtomicBool,
     ) -> Result<Proved, String> {
         let c1 = C1Output::from_json(&request.vanilla_proof, "vanilla_proof")
@@ -167,7 +183,7 @@ impl FilecoinBackend {
         }
         let circuit_id = porep_circuit_id(sector_size)
             .ok_or_else(|| format!("no parameters for {sector_size}-byte sectors"))?;
-        let (resident, _, srs_load) = self.prover(circuit_id)?;
+        let (resident, _, srs_load) = self.prover(lane, circuit_id)?;
         if cancelled.load(Ordering::SeqCst) {
             return Err("cancelled".into());
         }
@@ -210,20 +226,23 @@ impl FilecoinBackend {
 
 impl Backend for FilecoinBackend {
     fn lanes(&self) -> Vec<Lane> {
-        vec![Lane {
-            name: self.engine.describe(),
-            vram_total_bytes: 0,
-        }]
+        self.engines
+            .iter()
+            .map(|engine| Lane {
+                name: engine.describe(),
+                vram_total_bytes: 0,
+            })
+            .collect()
     }
 
     fn prove(
         &self,
         request: &SubmitProofRequest,
-        _lane: usize,
+        lane: usize,
         cancelled: &AtomicBool,
     ) -> Result<Proved, String> {
         match ProofKind::try_from(request.proof_kind) {
-            Ok(ProofKind::PorepSealCommit) => self.prove_porep(request, cancelled),
+            Ok(ProofKind::PorepSealCommit) => self.prove_porep(request, lane, cancelled),
             Ok(kind) => Err(format!(
                 "{} is not proved by this daemon yet (POREP_SEAL_COMMIT is)",
                 kind.as_str_name()
@@ -232,30 +251,55 @@ impl Backend for FilecoinBackend {
         }
     }
 
+    /// Loads on every lane; "already loaded" when every lane had it.
     fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), String> {
-        let (_, already, took) = self.prover(circuit_id)?;
-        Ok((already, took))
+        let start = Instant::now();
+        let mut already = true;
+        for lane in 0..self.engines.len() {
+            already &= self.prover(lane, circuit_id)?.1;
+        }
+        Ok((
+            already,
+            if already {
+                Duration::ZERO
+            } else {
+                start.elapsed()
+            },
+        ))
     }
 
+    /// Drops it from every lane; proofs running with it keep it until they end.
     fn evict(&self, circuit_id: &str) -> Result<(bool, u64), String> {
         porep_proof(circuit_id)?;
-        let removed = self
-            .resident
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(circuit_id);
-        Ok(removed.map_or((false, 0), |r| (true, r.size_bytes)))
+        let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        let mut freed = None;
+        resident.retain(|(_, id), kept| {
+            let keep = id != circuit_id;
+            if !keep {
+                *freed.get_or_insert(0) += kept.size_bytes;
+            }
+            keep
+        });
+        Ok(freed.map_or((false, 0), |bytes| (true, bytes)))
     }
 
+    /// Each circuit held on any lane, once, with the bytes of its parameters summed over the
+    /// lanes that hold it.
     fn loaded(&self) -> Vec<LoadedSrs> {
-        let mut loaded: Vec<LoadedSrs> = self
+        let mut sizes: HashMap<String, u64> = HashMap::new();
+        for ((_, id), kept) in self
             .resident
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|(id, r)| LoadedSrs {
-                circuit_id: id.clone(),
-                size_bytes: r.size_bytes,
+        {
+            *sizes.entry(id.clone()).or_default() += kept.size_bytes;
+        }
+        let mut loaded: Vec<LoadedSrs> = sizes
+            .into_iter()
+            .map(|(circuit_id, size_bytes)| LoadedSrs {
+                circuit_id,
+                size_bytes,
             })
             .collect();
         loaded.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));

@@ -6,6 +6,11 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use wgpu_groth16::cli::prove::open_engine;
 use wgpu_groth16::cli::DeviceArgs;
+use wgpu_groth16::gpu::context::select_adapters;
+use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
+use wgpu_groth16::groth16::engine::gpu_disabled_by_env;
+use wgpu_groth16::groth16::ProverEngine;
+use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16_daemon::backend::FilecoinBackend;
 
 #[derive(Parser)]
@@ -31,6 +36,10 @@ enum Command {
         /// Parameter sets to load before serving, e.g. porep-32g (a comma list).
         #[arg(long, value_delimiter = ',')]
         preload: Vec<String>,
+        /// GPUs to prove on, one lane each, best first (the selection's adapters); without a
+        /// usable GPU, or with BELLMAN_NO_GPU set, one lane on the CPU.
+        #[arg(long, default_value_t = 1)]
+        gpus: usize,
     },
 }
 
@@ -55,6 +64,32 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
+/// `gpus` engines on the selection's best adapters; one engine (the CPU where no GPU is
+/// usable) when there is at most one to open.
+fn open_engines(selector: &AdapterSelector, gpus: usize) -> Result<Vec<Arc<ProverEngine>>, String> {
+    let adapters = match select_adapters(selector) {
+        Ok(adapters) if gpus > 1 && !gpu_disabled_by_env() => adapters,
+        _ => return Ok(vec![open_engine(selector, None).map_err(|e| e.to_string())?]),
+    };
+    if adapters.len() < gpus {
+        return Err(format!(
+            "--gpus {gpus} but the selection ({selector}) has {} adapter(s)",
+            adapters.len()
+        ));
+    }
+    adapters
+        .into_iter()
+        .take(gpus)
+        .map(|adapter| {
+            let gpu = GpuContext::from_adapter(adapter).map_err(|e| e.to_string())?;
+            let engine =
+                ProverEngine::on_device(gpu, MsmConfig::default()).map_err(|e| e.to_string())?;
+            log::info!("lane on {}", engine.describe());
+            Ok(Arc::new(engine))
+        })
+        .collect()
+}
+
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
@@ -62,11 +97,12 @@ fn main() -> ExitCode {
         listen,
         max_pending,
         preload,
+        gpus,
     } = cli.command;
     let run = || -> Result<(), String> {
         let selector = cli.device.selector().map_err(|e| e.to_string())?;
-        let engine = open_engine(&selector, None).map_err(|e| e.to_string())?;
-        let backend = Arc::new(FilecoinBackend::new(engine));
+        let engines = open_engines(&selector, gpus)?;
+        let backend = Arc::new(FilecoinBackend::new(engines));
         for circuit_id in &preload {
             use wgpu_groth16_daemon::scheduler::Backend;
             let (_, took) = backend.preload(circuit_id)?;

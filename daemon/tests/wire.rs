@@ -303,7 +303,7 @@ fn the_queue_keeps_its_promises_over_the_wire() {
 /// goes on serving.
 #[test]
 fn bad_jobs_fail_alone() {
-    let backend = Arc::new(FilecoinBackend::new(Arc::new(ProverEngine::cpu())));
+    let backend = Arc::new(FilecoinBackend::new(vec![Arc::new(ProverEngine::cpu())]));
     let (runtime, mut client) = start(backend, 8);
     runtime.block_on(async {
         let prove = |request: SubmitProofRequest| {
@@ -393,7 +393,7 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         r,
         s,
     };
-    let backend = FilecoinBackend::comparing(Arc::new(ProverEngine::cpu()), comparison);
+    let backend = FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison);
     let (runtime, mut client) = start(Arc::new(backend), 4);
     let phase1 = serde_json::to_vec(&sealed.phase1).unwrap();
     let payload = serde_json::to_vec(&serde_json::json!({
@@ -480,5 +480,78 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             .unwrap()
             .into_inner();
         assert!(status.loaded_srs.is_empty());
+    });
+}
+
+/// The daemon binary on a loopback port: it serves, a bad job fails alone, and SIGTERM ends
+/// it with exit status 0, after which nothing listens there.
+#[cfg(unix)]
+#[test]
+fn the_binary_serves_and_stops_on_sigterm() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_wgpu-groth16-daemon"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--max-pending", "4"])
+        .env("BELLMAN_NO_GPU", "1")
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the daemon starts");
+    let mut lines = BufReader::new(daemon.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the daemon says where it listens")
+            .unwrap();
+        if let Some(rest) = line.split("grpc://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    // Keep reading, so that the daemon never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut client = ProvingEngineClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        let failed = client
+            .prove(ProveRequest {
+                submit: Some(job("bad", Priority::Normal, b"[]")),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .result
+            .unwrap();
+        assert_eq!(failed.status, Status::Failed as i32);
+        let status = client
+            .get_status(GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(status.total_proofs_failed, 1);
+        assert_eq!(status.gpus.len(), 1);
+    });
+    // SAFETY: a plain signal to the child this test started.
+    let sent = unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let start = Instant::now();
+    let exit = loop {
+        if let Some(exit) = daemon.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the daemon did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit}");
+    runtime.block_on(async {
+        assert!(ProvingEngineClient::connect(format!("http://{addr}"))
+            .await
+            .is_err());
     });
 }

@@ -163,7 +163,7 @@ impl Backend {
 }
 
 /// Whether `BELLMAN_NO_GPU` asks for the CPU path (set to anything but `0`).
-fn gpu_disabled_by_env() -> bool {
+pub fn gpu_disabled_by_env() -> bool {
     std::env::var("BELLMAN_NO_GPU").is_ok_and(|v| v != "0")
 }
 
