@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use scheduler::{Backend, Scheduler};
 
-/// Serves `backend` on `listener` until `shutdown` resolves; then pending jobs are cancelled
+/// Serves `backend` on `listener` until `shutdown` resolves; then pending jobs are cancelled,
 /// and running ones finish before this returns.
 pub async fn serve(
     listener: tokio::net::TcpListener,
@@ -36,6 +36,13 @@ pub async fn serve(
     // Curio's C1 outputs are ~50 MB at 32 GiB.
     .max_decoding_message_size(MAX_MESSAGE_BYTES);
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // Pending jobs are cancelled as the signal comes, so that calls awaiting them return
+    // and the server can finish its calls in flight.
+    let stopping = scheduler.clone();
+    let shutdown = async move {
+        shutdown.await;
+        stopping.stop();
+    };
     let served = tonic::transport::Server::builder()
         .add_service(service)
         .serve_with_incoming_shutdown(incoming, shutdown)

@@ -334,9 +334,9 @@ impl Scheduler {
         Some(was_running)
     }
 
-    /// Stops taking jobs: pending ones are cancelled, running ones finish, then the workers
-    /// end. Returns once they have.
-    pub fn shutdown(&self) {
+    /// Stops taking jobs: submissions are refused, pending jobs are cancelled, and each
+    /// worker ends once its running job does.
+    pub fn stop(&self) {
         let pending: Vec<String> = {
             let mut state = self.inner.lock();
             state.shutting_down = true;
@@ -346,6 +346,11 @@ impl Scheduler {
             self.cancel(&job_id);
         }
         self.inner.work.notify_all();
+    }
+
+    /// [`stop`](Self::stop), then waits for the workers to end.
+    pub fn shutdown(&self) {
+        self.stop();
         let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|e| e.into_inner()));
         for worker in workers {
             let _ = worker.join();

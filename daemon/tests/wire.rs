@@ -99,21 +99,91 @@ fn start(
     backend: Arc<dyn Backend>,
     max_pending: usize,
 ) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>) {
+    let (runtime, client, _) = start_stoppable(backend, max_pending);
+    (runtime, client)
+}
+
+/// What stops a daemon (as SIGTERM does), and the server's task.
+type Stop = (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+);
+
+/// [`start`], and what stops that daemon.
+fn start_stoppable(
+    backend: Arc<dyn Backend>,
+    max_pending: usize,
+) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>, Stop) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let client = runtime.block_on(async {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (client, server) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(wgpu_groth16_daemon::serve(
+        let server = tokio::spawn(wgpu_groth16_daemon::serve(
             listener,
             backend,
             max_pending,
-            std::future::pending(),
+            // A dropped sender never stops it.
+            async move {
+                if stopped.await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            },
         ));
-        ProvingEngineClient::connect(format!("http://{addr}"))
+        let client = ProvingEngineClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        (client, server)
+    });
+    (runtime, client, (stop, server))
+}
+
+/// Stopping the daemon cancels the pending jobs (whose awaits return at once) and lets the
+/// running one finish with its proof.
+#[test]
+fn a_stop_cancels_pending_jobs_and_finishes_the_running_one() {
+    let gate = Arc::new(Gate::default());
+    let (runtime, mut client, (stop, server)) = start_stoppable(gate.clone(), 4);
+    runtime.block_on(async {
+        let running = client
+            .submit_proof(job("running", Priority::Normal, b"run"))
             .await
             .unwrap()
+            .into_inner();
+        while gate.started().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let pending = client
+            .submit_proof(job("pending", Priority::Normal, b"wait"))
+            .await
+            .unwrap()
+            .into_inner();
+        let awaiting = {
+            let mut client = client.clone();
+            let running = running.job_id.clone();
+            tokio::spawn(async move { wait(&mut client, &running, 0).await })
+        };
+        let awaiting_pending = {
+            let mut client = client.clone();
+            tokio::spawn(async move { wait(&mut client, &pending.job_id, 0).await })
+        };
+        // Both awaits in flight before the stop: a stopping server takes no new calls.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stop.send(()).unwrap();
+        let cancelled = awaiting_pending.await.unwrap();
+        assert_eq!(cancelled.status, Status::Cancelled as i32);
+        gate.open();
+        let done = awaiting.await.unwrap();
+        assert_eq!(
+            done.status,
+            Status::Completed as i32,
+            "{}",
+            done.error_message
+        );
+        assert_eq!(done.proof, b"nur");
+        server.await.unwrap().unwrap();
+        assert_eq!(gate.started(), ["running"]);
     });
-    (runtime, client)
 }
 
 fn job(request_id: &str, priority: Priority, payload: &[u8]) -> SubmitProofRequest {
