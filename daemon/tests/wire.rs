@@ -145,19 +145,8 @@ fn a_stop_cancels_pending_jobs_and_finishes_the_running_one() {
     let gate = Arc::new(Gate::default());
     let (runtime, mut client, (stop, server)) = start_stoppable(gate.clone(), 4);
     runtime.block_on(async {
-        let running = client
-            .submit_proof(job("running", Priority::Normal, b"run"))
-            .await
-            .unwrap()
-            .into_inner();
-        while gate.started().is_empty() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let pending = client
-            .submit_proof(job("pending", Priority::Normal, b"wait"))
-            .await
-            .unwrap()
-            .into_inner();
+        let running = hold_the_lane(&mut client, &gate, "running", b"run").await;
+        let pending = submit(&mut client, job("pending", Priority::Normal, b"wait")).await;
         let awaiting = {
             let mut client = client.clone();
             let running = running.job_id.clone();
@@ -196,6 +185,27 @@ fn job(request_id: &str, priority: Priority, payload: &[u8]) -> SubmitProofReque
     }
 }
 
+async fn submit(
+    client: &mut ProvingEngineClient<Channel>,
+    request: SubmitProofRequest,
+) -> SubmitProofResponse {
+    client.submit_proof(request).await.unwrap().into_inner()
+}
+
+/// Submits a job that will start at once and waits until it has: it holds the gate's lane.
+async fn hold_the_lane(
+    client: &mut ProvingEngineClient<Channel>,
+    gate: &Gate,
+    request_id: &str,
+    payload: &[u8],
+) -> SubmitProofResponse {
+    let held = submit(client, job(request_id, Priority::Normal, payload)).await;
+    while gate.started().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    held
+}
+
 async fn wait(
     client: &mut ProvingEngineClient<Channel>,
     job_id: &str,
@@ -217,41 +227,21 @@ fn the_queue_keeps_its_promises_over_the_wire() {
     let (runtime, mut client) = start(gate.clone(), 3);
     runtime.block_on(async {
         // The first job runs and waits at the gate; the next ones queue.
-        let first = client
-            .submit_proof(job("first", Priority::Normal, b"1"))
-            .await
-            .unwrap()
-            .into_inner();
-        while gate.started().is_empty() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let low = client
-            .submit_proof(job("low", Priority::Low, b"low"))
-            .await
-            .unwrap()
-            .into_inner();
-        let normal = client
-            .submit_proof(job("normal", Priority::Normal, b"normal"))
-            .await
-            .unwrap()
-            .into_inner();
-        let critical = client
-            .submit_proof(job("critical", Priority::Critical, b"critical"))
-            .await
-            .unwrap()
-            .into_inner();
+        let first = hold_the_lane(&mut client, &gate, "first", b"1").await;
+        let low = submit(&mut client, job("low", Priority::Low, b"low")).await;
+        let normal = submit(&mut client, job("normal", Priority::Normal, b"normal")).await;
+        let critical = submit(
+            &mut client,
+            job("critical", Priority::Critical, b"critical"),
+        )
+        .await;
         // Each was next when it came (LOW alone, NORMAL ahead of LOW, CRITICAL ahead of
         // both); asked again under the same request id, the same job tells its place now.
         let positions = |jobs: [&SubmitProofResponse; 3]| jobs.map(|j| j.queue_position);
         assert_eq!(positions([&low, &normal, &critical]), [0, 0, 0]);
         let mut now = Vec::new();
         for id in ["low", "normal", "critical"] {
-            let again = client
-                .submit_proof(job(id, Priority::Low, b"other"))
-                .await
-                .unwrap()
-                .into_inner();
-            now.push(again);
+            now.push(submit(&mut client, job(id, Priority::Low, b"other")).await);
         }
         let ids = |jobs: [&SubmitProofResponse; 3]| jobs.map(|j| j.job_id.clone());
         assert_eq!(
