@@ -209,9 +209,9 @@ fn another_magic_version_or_key_is_refused() {
     other[..8].copy_from_slice(b"NOTMTRX!");
     assert!(refusal(read_bytes(&dir, &key, &other)).contains("wrong magic"));
     let mut other = bytes.clone();
-    other[8] = 2;
+    other[8] = 3;
     redigest(&mut other);
-    assert!(refusal(read_bytes(&dir, &key, &other)).contains("format version 2"));
+    assert!(refusal(read_bytes(&dir, &key, &other)).contains("format version 3"));
 
     // Another circuit, or the same circuit with other parameters.
     let path = key.path_in(&dir);

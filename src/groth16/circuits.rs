@@ -292,7 +292,9 @@ impl Circuit<Scalar> for SingleConstraint {
 /// bits, the others full-width field elements grown from seeded ChaCha values.
 ///
 /// Four random public inputs p_0..p_3; then, like a Filecoin partition's challenges, 16
-/// independent chains, each a random start w and its share of 2^(k-1) - 3 steps of
+/// independent chains, chain c from w = p_(c mod 4) + c + 1 (a combination of inputs, not
+/// a variable: the aux count stays 2^k - 6, within a parameter file's 32-bit counts at
+/// 2^32), each with its share of 2^(k-1) - 3 steps of
 ///
 /// ```text
 /// b * (1 - b) = 0                    (a random bit)
@@ -380,13 +382,12 @@ impl FilecoinLike {
         chain * (steps / FILECOIN_LIKE_CHAINS) + chain.min(steps % FILECOIN_LIKE_CHAINS)
     }
 
-    /// The exact size: 2^k - 1 constraints, ONE and four inputs, the chains' start values
-    /// and two variables a step.
+    /// The exact size: 2^k - 1 constraints, ONE and four inputs, two variables a step.
     pub fn size_bounds(&self) -> SizeBounds {
         let constraints = (1u64 << self.log_constraints) - 1;
         let inputs = FILECOIN_LIKE_INPUTS as u64 + 1;
         let steps = (constraints - inputs) / 2;
-        SizeBounds::exact(constraints, inputs, FILECOIN_LIKE_CHAINS as u64 + 2 * steps)
+        SizeBounds::exact(constraints, inputs, 2 * steps)
     }
 }
 
@@ -409,8 +410,10 @@ impl Circuit<Scalar> for FilecoinLike {
         }
         for chain in self.chains.clone() {
             let mut rng = rng_of(chain + 1);
-            let mut w_value = rng.as_mut().map(Scalar::random);
-            let mut w = cs.alloc(|| format!("w start {chain}"), || known(w_value))?;
+            let (start, start_value) = inputs[chain % FILECOIN_LIKE_INPUTS];
+            let offset = Scalar::from(chain as u64 + 1);
+            let mut w_value = start_value.map(|p| p + offset);
+            let mut w = LinearCombination::zero() + start + (offset, CS::one());
             for j in self.steps_before(chain)..self.steps_before(chain + 1) {
                 let bit_value = rng
                     .as_mut()
@@ -430,11 +433,11 @@ impl Circuit<Scalar> for FilecoinLike {
                 let next = cs.alloc(|| format!("w{j}"), || known(next_value))?;
                 cs.enforce(
                     || format!("w{j} = (w + b{j}) * (p + b{j})"),
-                    |lc| lc + w + bit,
+                    |lc| lc + &w + bit,
                     |lc| lc + p + bit,
                     |lc| lc + next,
                 );
-                (w, w_value) = (next, next_value);
+                (w, w_value) = (LinearCombination::zero() + next, next_value);
             }
         }
         Ok(())
