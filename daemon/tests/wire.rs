@@ -206,6 +206,22 @@ async fn hold_the_lane(
     held
 }
 
+/// Submits and awaits in one call.
+async fn prove(
+    client: &mut ProvingEngineClient<Channel>,
+    request: SubmitProofRequest,
+) -> AwaitProofResponse {
+    client
+        .prove(ProveRequest {
+            submit: Some(request),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap()
+}
+
 async fn wait(
     client: &mut ProvingEngineClient<Channel>,
     job_id: &str,
@@ -311,15 +327,7 @@ fn the_queue_keeps_its_promises_over_the_wire() {
         assert_eq!(gate.started(), ["first", "critical", "normal"]);
 
         // Prove: submit and await in one call.
-        let proved = client
-            .prove(ProveRequest {
-                submit: Some(job("direct", Priority::High, b"abc")),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .result
-            .unwrap();
+        let proved = prove(&mut client, job("direct", Priority::High, b"abc")).await;
         assert_eq!(proved.proof, b"cba");
 
         let status = client
@@ -366,21 +374,7 @@ fn bad_jobs_fail_alone() {
     let backend = Arc::new(FilecoinBackend::new(vec![Arc::new(ProverEngine::cpu())]));
     let (runtime, mut client) = start(backend, 8);
     runtime.block_on(async {
-        let prove = |request: SubmitProofRequest| {
-            let mut client = client.clone();
-            async move {
-                client
-                    .prove(ProveRequest {
-                        submit: Some(request),
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner()
-                    .result
-                    .unwrap()
-            }
-        };
-        let not_json = prove(job("a", Priority::Normal, b"{ not json")).await;
+        let not_json = prove(&mut client, job("a", Priority::Normal, b"{ not json")).await;
         assert_eq!(not_json.status, Status::Failed as i32);
         assert!(
             not_json.error_message.contains("vanilla_proof"),
@@ -389,13 +383,13 @@ fn bad_jobs_fail_alone() {
         );
 
         let curio = br#"{"SectorNum": 7, "Phase1Out": "not base64!", "SectorSize": 2048}"#;
-        let bad_base64 = prove(job("b", Priority::Normal, curio)).await;
+        let bad_base64 = prove(&mut client, job("b", Priority::Normal, curio)).await;
         assert_eq!(bad_base64.status, Status::Failed as i32);
         assert!(!bad_base64.error_message.is_empty());
 
         let mut post = job("c", Priority::Critical, b"");
         post.proof_kind = ProofKind::WinningPost as i32;
-        let unsupported = prove(post).await;
+        let unsupported = prove(&mut client, post).await;
         assert_eq!(unsupported.status, Status::Failed as i32);
         assert!(
             unsupported.error_message.contains("WINNING_POST"),
@@ -473,21 +467,7 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         ..Default::default()
     };
     runtime.block_on(async {
-        let prove = |request: SubmitProofRequest| {
-            let mut client = client.clone();
-            async move {
-                client
-                    .prove(ProveRequest {
-                        submit: Some(request),
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner()
-                    .result
-                    .unwrap()
-            }
-        };
-        let first = prove(request("c2-1", common::MINER_ID)).await;
+        let first = prove(&mut client, request("c2-1", common::MINER_ID)).await;
         assert_eq!(
             first.status,
             Status::Completed as i32,
@@ -499,11 +479,11 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             "our proof differs from bellperson's"
         );
         assert!(first.total_ms >= first.synthesis_ms.max(first.srs_load_ms));
-        let second = prove(request("c2-2", common::MINER_ID)).await;
+        let second = prove(&mut client, request("c2-2", common::MINER_ID)).await;
         assert!(second.proof == expected);
         assert_eq!(second.srs_load_ms, 0, "the parameters stayed loaded");
 
-        let other_miner = prove(request("c2-3", common::MINER_ID + 1)).await;
+        let other_miner = prove(&mut client, request("c2-3", common::MINER_ID + 1)).await;
         assert_eq!(other_miner.status, Status::Failed as i32);
         assert!(
             other_miner.error_message.contains("prover id"),
@@ -576,15 +556,7 @@ fn the_binary_serves_and_stops_on_sigterm() {
         let mut client = ProvingEngineClient::connect(format!("http://{addr}"))
             .await
             .unwrap();
-        let failed = client
-            .prove(ProveRequest {
-                submit: Some(job("bad", Priority::Normal, b"[]")),
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .result
-            .unwrap();
+        let failed = prove(&mut client, job("bad", Priority::Normal, b"[]")).await;
         assert_eq!(failed.status, Status::Failed as i32);
         let status = client
             .get_status(GetStatusRequest {})
