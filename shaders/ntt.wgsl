@@ -146,6 +146,63 @@ fn ntt_butterflies_local(@builtin(local_invocation_index) lid: u32, @builtin(wor
     }
 }
 
+// x ← x + w·y, y ← x - w·y.
+fn butterfly(x: ptr<function, Fr>, y: ptr<function, Fr>, w: Fr) {
+    let a = *x;
+    let b = fr_mul(*y, w);
+    *x = fr_add(a, b);
+    *y = fr_sub(a, b);
+}
+
+// Three consecutive stages s, s+1, s+2 in registers: each invocation loads the eight
+// elements {base + j·2^s : j < 8} that these stages combine (as ntt_butterflies_local's
+// blocks, with neighbouring invocations on neighbouring elements, so every load and store is
+// coalesced for s >= 5), and stores them once. Eight named values, not an array: a
+// dynamically indexed private array would live in slow local memory.
+@compute @workgroup_size(64)
+fn ntt_butterflies_radix8(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let t = thread_index(id, groups);
+    if (t >= params.count) { return; }
+    let s = params.stage;
+    let r = t & ((1u << s) - 1u);
+    let base = ((t >> s) << (s + 3u)) + r;
+    var x0 = data[base];
+    var x1 = data[base + (1u << s)];
+    var x2 = data[base + (2u << s)];
+    var x3 = data[base + (3u << s)];
+    var x4 = data[base + (4u << s)];
+    var x5 = data[base + (5u << s)];
+    var x6 = data[base + (6u << s)];
+    var x7 = data[base + (7u << s)];
+    // Stage s + k pairs j with j + 2^k; the pair's index mod 2^(s+k) is r + (j mod 2^k)·2^s,
+    // its twiddle exponent that times n / 2^(s+k+1).
+    let w0 = table_power(r * (params.n >> (s + 1u)));
+    butterfly(&x0, &x1, w0);
+    butterfly(&x2, &x3, w0);
+    butterfly(&x4, &x5, w0);
+    butterfly(&x6, &x7, w0);
+    let step1 = params.n >> (s + 2u);
+    let w10 = table_power(r * step1);
+    let w11 = table_power((r + (1u << s)) * step1);
+    butterfly(&x0, &x2, w10);
+    butterfly(&x1, &x3, w11);
+    butterfly(&x4, &x6, w10);
+    butterfly(&x5, &x7, w11);
+    let step2 = params.n >> (s + 3u);
+    butterfly(&x0, &x4, table_power(r * step2));
+    butterfly(&x1, &x5, table_power((r + (1u << s)) * step2));
+    butterfly(&x2, &x6, table_power((r + (2u << s)) * step2));
+    butterfly(&x3, &x7, table_power((r + (3u << s)) * step2));
+    data[base] = x0;
+    data[base + (1u << s)] = x1;
+    data[base + (2u << s)] = x2;
+    data[base + (3u << s)] = x3;
+    data[base + (4u << s)] = x4;
+    data[base + (5u << s)] = x5;
+    data[base + (6u << s)] = x6;
+    data[base + (7u << s)] = x7;
+}
+
 // One stage whose pairs lie in two parts (half >= part length): data[t] with partner[t],
 // the part `half` elements later.
 @compute @workgroup_size(64)

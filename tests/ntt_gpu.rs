@@ -4,7 +4,7 @@
 mod common;
 
 use blstrs::Scalar;
-use common::{ntt_kernels, ntt_kernels_in_parts, ntt_kernels_local};
+use common::{ntt_kernels, ntt_kernels_in_parts, ntt_kernels_local, ntt_kernels_mixed};
 use ff::Field;
 use wgpu_groth16::field::samples::random;
 use wgpu_groth16::gpu::WideMul;
@@ -27,17 +27,22 @@ fn assert_equals_bellperson(kernels: &NttKernels, values: &[Scalar], what: &str)
     }
 }
 
-/// Both stage kernels: one global pass a stage (lavapipe's default) and eight stages a pass
-/// in workgroup memory (GPUs' default).
-fn both_stage_kernels(wide: WideMul) -> Vec<&'static NttKernels> {
-    [ntt_kernels(wide), ntt_kernels_local(wide)]
-        .into_iter()
-        .flatten()
-        .collect()
+/// Every stage kernel: the adapter's default (on lavapipe radix-8 register passes and single
+/// stages), eight stages a pass in workgroup memory (GPUs' default up to 2^24), and the order
+/// GPUs take above 2^24 (a workgroup-memory pass, radix-8 passes, single stages).
+fn every_stage_kernel(wide: WideMul) -> Vec<&'static NttKernels> {
+    [
+        ntt_kernels(wide),
+        ntt_kernels_local(wide),
+        ntt_kernels_mixed(wide),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn every_size_equals_bellperson(wide: WideMul) {
-    for kernels in both_stage_kernels(wide) {
+    for kernels in every_stage_kernel(wide) {
         for log_n in 0..=12 {
             let values = random::<Scalar>(log_n as u64, 1 << log_n);
             assert_equals_bellperson(kernels, &values, "random values");
@@ -125,7 +130,7 @@ fn a_length_that_is_not_a_power_of_two_is_refused() {
 }
 
 fn h_step_equals_bellperson(wide: WideMul) {
-    let cases = both_stage_kernels(wide)
+    let cases = every_stage_kernel(wide)
         .into_iter()
         .flat_map(|k| [1, 2, 3, 5, 64, 100, 1000, 4096].map(|len| (k, len)));
     for (kernels, len) in cases {

@@ -5,7 +5,7 @@ use crate::field::bench::{run as run_field_bench, FieldBenchConfig};
 use crate::field::samples::sample_scalars;
 use crate::gpu::{AdapterSelector, GpuContext, WideMul};
 use crate::msm::{msm_cpu, MsmConfig, MsmKernels};
-use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp};
+use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp, StagePasses};
 use crate::{Error, Result};
 use blstrs::Scalar;
 use std::process::ExitCode;
@@ -167,7 +167,7 @@ pub fn ntt(
     selector: &AdapterSelector,
     log_ns: &[u32],
     runs: u32,
-    local_stages: Option<u32>,
+    passes: Option<StagePasses>,
     check: bool,
 ) -> Result<ExitCode> {
     let gpu = GpuContext::new(selector)?;
@@ -183,15 +183,15 @@ pub fn ntt(
             let out = f()?;
             Ok(Some((out, t.elapsed())))
         };
-    if let Some(stages) = local_stages {
-        kernels = kernels.with_local_stages(stages);
+    if let Some(passes) = passes {
+        kernels = kernels.with_stage_passes(passes);
     }
     println!(
-        "{}; NTT, {wide} path, stages per workgroup-memory pass: {}; pipelines built in {}; CPU: bellperson on {} threads",
+        "{}; NTT, {wide} path, stage passes: {}; pipelines built in {}; CPU: bellperson on {} threads",
         super::adapter_line(&gpu),
         log_ns
             .iter()
-            .map(|&l| format!("{} at 2^{l}", kernels.local_stages(l)))
+            .map(|&l| format!("{} at 2^{l}", kernels.stage_passes(l)))
             .collect::<Vec<_>>()
             .join(", "),
         ms(kernels.compile_time()),

@@ -16,6 +16,7 @@ use crate::curve::{G1, G2};
 use crate::gpu::context::{parse_backends, parse_power};
 use crate::gpu::AdapterSelector;
 use crate::msm::MsmConfig;
+use crate::ntt::StagePasses;
 use crate::{Error, Result};
 use clap::{Parser, Subcommand};
 use std::io;
@@ -124,10 +125,14 @@ enum BenchCommand {
         /// Timed GPU runs per size, after a warm-up; the fastest counts.
         #[arg(long, default_value_t = 3)]
         runs: u32,
-        /// Butterfly stages per workgroup-memory pass (0..=8; 0: one pass per stage);
-        /// default: 8 on GPUs, 0 on CPU adapters.
-        #[arg(long)]
+        /// Butterfly stages per workgroup-memory pass (0..=8; 0: none); with --radix8, the
+        /// default otherwise chosen per size and adapter.
+        #[arg(long, requires = "radix8")]
         local_stages: Option<u32>,
+        /// `true`: after the first workgroup-memory pass, three stages a pass in registers;
+        /// `false`: workgroup-memory passes throughout (or one stage a pass).
+        #[arg(long, requires = "local_stages")]
+        radix8: Option<bool>,
         /// Skip bellperson's CPU path (and so the check and the CPU column).
         #[arg(long)]
         no_check: bool,
@@ -418,8 +423,14 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             log_n,
             runs,
             local_stages,
+            radix8,
             no_check,
-        } => bench::ntt(selector, &log_n, runs, local_stages, !no_check)?,
+        } => {
+            let passes = local_stages
+                .zip(radix8)
+                .map(|(local, radix8)| StagePasses { local, radix8 });
+            bench::ntt(selector, &log_n, runs, passes, !no_check)?
+        }
         BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs)?,
         BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs)?,
         BenchCommand::Prove {

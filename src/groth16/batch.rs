@@ -336,6 +336,11 @@ pub fn prove_batch_precompiled_across<W: WitnessRun>(
 /// with recorded matrices.
 trait Synthesis: Send {
     fn run(self) -> Result<ProvingAssignment>;
+
+    /// Threads one run keeps busy (see [`WitnessRun::parallelism`]).
+    fn parallelism(&self) -> usize {
+        1
+    }
 }
 
 struct Full<C>(C);
@@ -355,6 +360,10 @@ struct Precompiled<W> {
 impl<W: WitnessRun> Synthesis for Precompiled<W> {
     fn run(self) -> Result<ProvingAssignment> {
         self.matrices.witness_assignment(self.circuit)
+    }
+
+    fn parallelism(&self) -> usize {
+        self.circuit.parallelism()
     }
 }
 
@@ -395,6 +404,11 @@ fn prove_sources_across<S: Synthesis>(
         .thread_name(|i| format!("synthesis-{i}"))
         .build()
         .map_err(|e| Error::Internal(format!("cannot start synthesis threads: {e}")))?;
+    // Circuits synthesized at once: enough to fill the pool, no more. On the H200 host ten
+    // 2^27 circuits of 16 parts each ran up to seven at once and took 9-11 s each (about 2 s
+    // alone), and the GPU waited 4.9 s for the second.
+    let parallelism = circuits.iter().map(S::parallelism).max().unwrap_or(1);
+    let concurrent = (pool_threads / parallelism).max(1);
     let budget = first.host_budget();
     // Without a budget every circuit may start at once; with one, circuit 0 is synthesized
     // alone, and its size sets how many fit.
@@ -466,7 +480,7 @@ fn prove_sources_across<S: Synthesis>(
             bytes
         };
         scope.spawn(move || {
-            let mut loops = count.min(pool_threads);
+            let mut loops = count.min(concurrent);
             if let Some(budget) = budget {
                 let Some(bytes) = synthesize_next(&sender) else {
                     return;
@@ -484,7 +498,7 @@ fn prove_sources_across<S: Synthesis>(
                      bytes at once"
                 );
                 slots.set_limit(limit);
-                loops = limit.min(pool_threads).min(count - 1);
+                loops = limit.min(concurrent).min(count - 1);
             }
             // Threads outside the pool wait for slots, so that the pool's threads all stay
             // free for synthesis's own parallel work.

@@ -409,6 +409,12 @@ pub struct CircuitParts<C> {
 /// [`CircuitParts`] in parts.
 pub trait WitnessRun: Send {
     fn witness_of(self, matrices: &ConstraintMatrices) -> Result<WitnessValues>;
+
+    /// Threads the run keeps busy: a batch synthesizes fewer circuits at once when each
+    /// fills several, so that the next proof's circuit is ready first instead of all at once.
+    fn parallelism(&self) -> usize {
+        1
+    }
 }
 
 impl<C: Circuit<Scalar> + Send> WitnessRun for C {
@@ -420,6 +426,10 @@ impl<C: Circuit<Scalar> + Send> WitnessRun for C {
 impl<C: Circuit<Scalar> + Send> WitnessRun for CircuitParts<C> {
     fn witness_of(self, matrices: &ConstraintMatrices) -> Result<WitnessValues> {
         matrices.witness_in_parts(self)
+    }
+
+    fn parallelism(&self) -> usize {
+        self.parts.len().max(1)
     }
 }
 

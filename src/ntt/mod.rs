@@ -60,8 +60,8 @@ pub struct NttKernels {
     placeholder: wgpu::Buffer,
     /// Cap on one part's bytes, below the device's binding limit (tests lower it).
     max_binding_bytes: Option<u64>,
-    /// Stages per workgroup-memory pass; `None`: chosen per size and adapter.
-    local_stages: Option<u32>,
+    /// How stages are grouped into passes; `None`: chosen per size and adapter.
+    stage_passes: Option<StagePasses>,
     cpu_adapter: bool,
     /// Where vectors take their buffers from and give them back; `None`: fresh buffers.
     pool: Option<BufferPool>,
@@ -69,6 +69,29 @@ pub struct NttKernels {
 
 /// Most stages `ButterfliesLocal` does in one pass (its tile holds 2^8 elements).
 pub const MAX_LOCAL_STAGES: u32 = 8;
+
+/// How a transform's stages inside a part are grouped into passes over memory (each pass
+/// reads and writes the whole vector once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagePasses {
+    /// Stages per workgroup-memory pass (at most [`MAX_LOCAL_STAGES`]); 0: none.
+    pub local: u32,
+    /// After the first workgroup-memory pass (the only one whose blocks are contiguous),
+    /// three stages a pass in registers, eight elements an invocation; one stage a pass for
+    /// the last one or two.
+    pub radix8: bool,
+}
+
+impl std::fmt::Display for StagePasses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.local, self.radix8) {
+            (0, false) => write!(f, "one stage a pass"),
+            (0, true) => write!(f, "radix-8 passes"),
+            (local, false) => write!(f, "{local} stages a workgroup-memory pass"),
+            (local, true) => write!(f, "one {local}-stage workgroup-memory pass, then radix-8"),
+        }
+    }
+}
 
 impl NttKernels {
     pub fn new(gpu: &GpuContext, wide_mul: WideMul) -> Result<Self> {
@@ -78,16 +101,18 @@ impl NttKernels {
             tables: Mutex::new(HashMap::new()),
             placeholder: gpu.storage_buffer("ntt placeholder", &[0; 32])?,
             max_binding_bytes: None,
-            local_stages: None,
+            stage_passes: None,
             cpu_adapter: gpu.info.device_type == wgpu::DeviceType::Cpu,
             pool: None,
         })
     }
 
-    /// Runs in-part stages `stages` at a time in workgroup memory (at most
-    /// [`MAX_LOCAL_STAGES`]); 0 runs one global pass per stage.
-    pub fn with_local_stages(mut self, stages: u32) -> Self {
-        self.local_stages = Some(stages.min(MAX_LOCAL_STAGES));
+    /// Groups stages into passes as `passes` says, whatever the size and adapter.
+    pub fn with_stage_passes(mut self, passes: StagePasses) -> Self {
+        self.stage_passes = Some(StagePasses {
+            local: passes.local.min(MAX_LOCAL_STAGES),
+            ..passes
+        });
         self
     }
 
@@ -108,17 +133,33 @@ impl NttKernels {
         self.program.wide_mul
     }
 
-    /// Stages per workgroup-memory pass at size 2^log_n (0: one global pass per stage).
+    /// How stages are grouped into passes at size 2^log_n.
     ///
-    /// Unless set, measured choices: CPU adapters never (lavapipe ran the workgroup-memory
-    /// kernel 1.8x to 14x slower); GPUs up to 2^24 (H200: 2^24 forward 12.9 ms against 17.1 ms
-    /// one stage a pass) but not above (2^26: 163 ms against 72 ms; its late passes stride
-    /// across the whole 2 GiB vector). 2^25 is not measured.
-    pub fn local_stages(&self, log_n: u32) -> u32 {
-        match self.local_stages {
-            Some(stages) => stages,
-            None if self.cpu_adapter || log_n > 24 => 0,
-            None => MAX_LOCAL_STAGES,
+    /// Unless set, measured choices (2026-11-30 and 2026-12-01, BENCHMARKS.md):
+    /// - CPU adapters: radix-8 passes, no workgroup memory (lavapipe, 2^16 and 2^18 forward:
+    ///   2.2x faster than one stage a pass; workgroup-memory passes 1.8x to 14x slower, its
+    ///   barriers being costly on a CPU).
+    /// - GPUs up to 2^24: eight stages a workgroup-memory pass (H200, 2^24 forward: 12.8 ms;
+    ///   one stage a pass 17.1 ms; radix-8 after the first pass 22.0 ms).
+    /// - GPUs above 2^24: one stage a pass (H200, 2^27 forward: 150.8 ms; a workgroup-memory
+    ///   pass then radix-8 185.2 ms; radix-8 alone 233.4 ms; workgroup-memory passes
+    ///   throughout 330.5 ms, their late blocks striding across the whole vector). The
+    ///   transform is bound by the multiplications there, not by memory passes.
+    pub fn stage_passes(&self, log_n: u32) -> StagePasses {
+        match self.stage_passes {
+            Some(passes) => passes,
+            None if self.cpu_adapter => StagePasses {
+                local: 0,
+                radix8: true,
+            },
+            None if log_n > 24 => StagePasses {
+                local: 0,
+                radix8: false,
+            },
+            None => StagePasses {
+                local: MAX_LOCAL_STAGES,
+                radix8: false,
+            },
         }
     }
 
@@ -257,7 +298,7 @@ impl NttKernels {
         Layout {
             log_n,
             part_bits,
-            local_bits: self.local_stages(log_n),
+            passes: self.stage_passes(log_n),
         }
     }
 

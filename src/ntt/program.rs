@@ -15,6 +15,8 @@ pub enum NttEntry {
     Butterflies,
     /// Several stages in workgroup memory: its `count` is blocks, one workgroup each.
     ButterfliesLocal,
+    /// Three stages in registers, eight elements an invocation.
+    ButterfliesRadix8,
     /// One stage whose pairs lie in two parts.
     ButterfliesAcrossParts,
     Scale,
@@ -33,6 +35,7 @@ impl EntryPoint for NttEntry {
         NttEntry::BitReverse,
         NttEntry::Butterflies,
         NttEntry::ButterfliesLocal,
+        NttEntry::ButterfliesRadix8,
         NttEntry::ButterfliesAcrossParts,
         NttEntry::Scale,
         NttEntry::DistributePowers,
@@ -44,6 +47,7 @@ impl EntryPoint for NttEntry {
             NttEntry::BitReverse => "ntt_bit_reverse",
             NttEntry::Butterflies => "ntt_butterflies",
             NttEntry::ButterfliesLocal => "ntt_butterflies_local",
+            NttEntry::ButterfliesRadix8 => "ntt_butterflies_radix8",
             NttEntry::ButterfliesAcrossParts => "ntt_butterflies_across_parts",
             NttEntry::Scale => "ntt_scale",
             NttEntry::DistributePowers => "ntt_distribute_powers",

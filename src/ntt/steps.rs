@@ -3,7 +3,7 @@
 
 use super::program::{NttEntry, NttParams};
 use super::tables::{DomainTables, COSET, COSET_INV, OMEGA, OMEGA_INV};
-use super::NttOp;
+use super::{NttOp, StagePasses};
 
 /// Which buffers one dispatch binds: `data`, and `partner` / H-step vectors where used.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -26,8 +26,7 @@ pub struct Step {
 pub struct Layout {
     pub log_n: u32,
     pub part_bits: u32,
-    /// Stages per `ButterfliesLocal` pass; 0 runs `Butterflies`, one stage a pass.
-    pub local_bits: u32,
+    pub passes: StagePasses,
 }
 
 /// Appends the dispatches of `op` over a vector of 2^log_n elements in 2^part_bits parts.
@@ -42,7 +41,7 @@ pub fn transform_steps(tables: &DomainTables, layout: Layout, op: NttOp, steps: 
     let Layout {
         log_n,
         part_bits,
-        local_bits,
+        passes,
     } = layout;
     let parts = 1u32 << part_bits;
     let part_len = 1u32 << (log_n - part_bits);
@@ -80,40 +79,32 @@ pub fn transform_steps(tables: &DomainTables, layout: Layout, op: NttOp, steps: 
                 push(steps, NttEntry::BitReverse, params, binds);
             }
         }
-        // Stages within a part: local_bits at a time in workgroup memory, or one at a time.
+        // Stages within a part: the first workgroup-memory pass (a contiguous block), then
+        // three at a time in registers, then workgroup-memory passes, then one at a time.
         let part_log = log_n - part_bits;
         let mut s = 0;
-        while s < part_log && local_bits == 0 {
+        while s < part_log {
+            let left = part_log - s;
+            let (entry, stages) = if passes.local > 0 && (s == 0 || !passes.radix8) {
+                (NttEntry::ButterfliesLocal, passes.local.min(left))
+            } else if passes.radix8 && left >= 3 {
+                (NttEntry::ButterfliesRadix8, 3)
+            } else {
+                (NttEntry::Butterflies, 1)
+            };
             for p in 0..parts {
+                let count = match entry {
+                    NttEntry::Butterflies => part_len / 2,
+                    _ => part_len >> stages,
+                };
                 let params = NttParams {
                     half: 1 << s,
-                    count: part_len / 2,
-                    ..base_params(base, p)
-                };
-                push(
-                    steps,
-                    NttEntry::Butterflies,
-                    params,
-                    Binds::Part(p as usize),
-                );
-            }
-            s += 1;
-        }
-        while s < part_log {
-            let stages = local_bits.min(part_log - s);
-            for p in 0..parts {
-                let params = NttParams {
                     stage: s,
                     stages,
-                    count: part_len >> stages,
+                    count,
                     ..base_params(base, p)
                 };
-                push(
-                    steps,
-                    NttEntry::ButterfliesLocal,
-                    params,
-                    Binds::Part(p as usize),
-                );
+                push(steps, entry, params, Binds::Part(p as usize));
             }
             s += stages;
         }

@@ -116,30 +116,57 @@ pub fn ntt_kernels(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKerne
     }))
 }
 
-/// NTT kernels that run eight stages at a time in workgroup memory (what GPUs get by
-/// default; lavapipe by default runs one stage a pass).
-pub fn ntt_kernels_local(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
-    use wgpu_groth16::ntt::{NttKernels, MAX_LOCAL_STAGES};
+/// NTT kernels of one path on the native adapter, configured by `configure`, built once
+/// under `name`.
+fn ntt_kernels_with(
+    wide: WideMul,
+    name: &'static str,
+    configure: impl FnOnce(wgpu_groth16::ntt::NttKernels) -> wgpu_groth16::ntt::NttKernels,
+) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
+    use wgpu_groth16::ntt::NttKernels;
     let gpu = gpu_with_path(Target::Native, wide)?;
-    Some(built_once((Target::Native, wide, "ntt local"), || {
-        NttKernels::new(gpu, wide)
-            .expect("NTT kernels compile")
-            .with_local_stages(MAX_LOCAL_STAGES)
+    Some(built_once((Target::Native, wide, name), || {
+        configure(NttKernels::new(gpu, wide).expect("NTT kernels compile"))
     }))
 }
 
+/// NTT kernels that run eight stages at a time in workgroup memory (what GPUs get by
+/// default up to 2^24; lavapipe by default runs radix-8 register passes).
+pub fn ntt_kernels_local(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
+    use wgpu_groth16::ntt::{StagePasses, MAX_LOCAL_STAGES};
+    ntt_kernels_with(wide, "ntt local", |kernels| {
+        kernels.with_stage_passes(StagePasses {
+            local: MAX_LOCAL_STAGES,
+            radix8: false,
+        })
+    })
+}
+
+/// NTT kernels with one two-stage workgroup-memory pass, then radix-8 register passes, then
+/// single stages for the rest: every kind of pass in one transform at small sizes.
+pub fn ntt_kernels_mixed(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
+    use wgpu_groth16::ntt::StagePasses;
+    ntt_kernels_with(wide, "ntt mixed", |kernels| {
+        kernels.with_stage_passes(StagePasses {
+            local: 2,
+            radix8: true,
+        })
+    })
+}
+
 /// NTT kernels that split vectors into parts of at most 4 KiB (128 elements): the
-/// multi-buffer path that vectors over the device's binding limit take; inside parts,
-/// three stages at a time in workgroup memory (so strided blocks and a short last pass).
+/// multi-buffer path that vectors over the device's binding limit take; inside parts, a
+/// three-stage workgroup-memory pass, radix-8 passes, a single stage.
 pub fn ntt_kernels_in_parts(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
-    use wgpu_groth16::ntt::NttKernels;
-    let gpu = gpu_with_path(Target::Native, wide)?;
-    Some(built_once((Target::Native, wide, "ntt in parts"), || {
-        NttKernels::new(gpu, wide)
-            .expect("NTT kernels compile")
+    use wgpu_groth16::ntt::StagePasses;
+    ntt_kernels_with(wide, "ntt in parts", |kernels| {
+        kernels
             .with_binding_limit(4096)
-            .with_local_stages(3)
-    }))
+            .with_stage_passes(StagePasses {
+                local: 3,
+                radix8: true,
+            })
+    })
 }
 
 /// A proof's bytes as bellperson writes them (192, compressed): what "byte for byte" compares.
