@@ -154,6 +154,31 @@ fn butterfly(x: ptr<function, Fr>, y: ptr<function, Fr>, w: Fr) {
     *y = fr_sub(a, b);
 }
 
+// Two consecutive stages s, s+1 in registers, four elements an invocation (as
+// ntt_butterflies_radix8, with half its registers).
+@compute @workgroup_size(64)
+fn ntt_butterflies_radix4(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let t = thread_index(id, groups);
+    if (t >= params.count) { return; }
+    let s = params.stage;
+    let r = t & ((1u << s) - 1u);
+    let base = ((t >> s) << (s + 2u)) + r;
+    var x0 = data[base];
+    var x1 = data[base + (1u << s)];
+    var x2 = data[base + (2u << s)];
+    var x3 = data[base + (3u << s)];
+    let w0 = table_power(r * (params.n >> (s + 1u)));
+    butterfly(&x0, &x1, w0);
+    butterfly(&x2, &x3, w0);
+    let step1 = params.n >> (s + 2u);
+    butterfly(&x0, &x2, table_power(r * step1));
+    butterfly(&x1, &x3, table_power((r + (1u << s)) * step1));
+    data[base] = x0;
+    data[base + (1u << s)] = x1;
+    data[base + (2u << s)] = x2;
+    data[base + (3u << s)] = x3;
+}
+
 // Three consecutive stages s, s+1, s+2 in registers: each invocation loads the eight
 // elements {base + j·2^s : j < 8} that these stages combine (as ntt_butterflies_local's
 // blocks, with neighbouring invocations on neighbouring elements, so every load and store is

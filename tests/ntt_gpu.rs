@@ -4,7 +4,9 @@
 mod common;
 
 use blstrs::Scalar;
-use common::{ntt_kernels, ntt_kernels_in_parts, ntt_kernels_local, ntt_kernels_mixed};
+use common::{
+    ntt_kernels, ntt_kernels_in_parts, ntt_kernels_local, ntt_kernels_radix4, ntt_kernels_single,
+};
 use ff::Field;
 use wgpu_groth16::field::samples::random;
 use wgpu_groth16::gpu::WideMul;
@@ -28,13 +30,14 @@ fn assert_equals_bellperson(kernels: &NttKernels, values: &[Scalar], what: &str)
 }
 
 /// Every stage kernel: the adapter's default (on lavapipe radix-8 register passes and single
-/// stages), eight stages a pass in workgroup memory (GPUs' default up to 2^24), and the order
-/// GPUs take above 2^24 (a workgroup-memory pass, radix-8 passes, single stages).
+/// stages), eight stages a pass in workgroup memory (GPUs' default up to 2^24), a
+/// workgroup-memory pass then radix-4 passes, and a workgroup-memory pass then single stages.
 fn every_stage_kernel(wide: WideMul) -> Vec<&'static NttKernels> {
     [
         ntt_kernels(wide),
         ntt_kernels_local(wide),
-        ntt_kernels_mixed(wide),
+        ntt_kernels_radix4(wide),
+        ntt_kernels_single(wide),
     ]
     .into_iter()
     .flatten()

@@ -16,7 +16,7 @@ use crate::curve::{G1, G2};
 use crate::gpu::context::{parse_backends, parse_power};
 use crate::gpu::AdapterSelector;
 use crate::msm::MsmConfig;
-use crate::ntt::StagePasses;
+use crate::ntt::{LaterPasses, StagePasses};
 use crate::{Error, Result};
 use clap::{Parser, Subcommand};
 use std::io;
@@ -125,14 +125,14 @@ enum BenchCommand {
         /// Timed GPU runs per size, after a warm-up; the fastest counts.
         #[arg(long, default_value_t = 3)]
         runs: u32,
-        /// Butterfly stages per workgroup-memory pass (0..=8; 0: none); with --radix8, the
-        /// default otherwise chosen per size and adapter.
-        #[arg(long, requires = "radix8")]
+        /// Stages of the first pass, in workgroup memory (0..=8; 0: none); with --later, the
+        /// passes otherwise chosen per size and adapter.
+        #[arg(long, requires = "later")]
         local_stages: Option<u32>,
-        /// `true`: after the first workgroup-memory pass, three stages a pass in registers;
-        /// `false`: workgroup-memory passes throughout (or one stage a pass).
+        /// The passes after the first: `local` (workgroup memory), `single` (a stage a
+        /// pass), `radix4` or `radix8` (two or three stages a pass in registers).
         #[arg(long, requires = "local_stages")]
-        radix8: Option<bool>,
+        later: Option<LaterPasses>,
         /// Skip bellperson's CPU path (and so the check and the CPU column).
         #[arg(long)]
         no_check: bool,
@@ -423,12 +423,12 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             log_n,
             runs,
             local_stages,
-            radix8,
+            later,
             no_check,
         } => {
             let passes = local_stages
-                .zip(radix8)
-                .map(|(local, radix8)| StagePasses { local, radix8 });
+                .zip(later)
+                .map(|(local, later)| StagePasses { local, later });
             bench::ntt(selector, &log_n, runs, passes, !no_check)?
         }
         BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs)?,

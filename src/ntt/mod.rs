@@ -74,21 +74,41 @@ pub const MAX_LOCAL_STAGES: u32 = 8;
 /// reads and writes the whole vector once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StagePasses {
-    /// Stages per workgroup-memory pass (at most [`MAX_LOCAL_STAGES`]); 0: none.
+    /// Stages of the first pass, in workgroup memory over contiguous blocks (at most
+    /// [`MAX_LOCAL_STAGES`]); 0: none.
     pub local: u32,
-    /// After the first workgroup-memory pass (the only one whose blocks are contiguous),
-    /// three stages a pass in registers, eight elements an invocation; one stage a pass for
+    /// The passes after it.
+    pub later: LaterPasses,
+}
+
+/// The passes after a transform's first workgroup-memory pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LaterPasses {
+    /// More workgroup-memory passes of as many stages (their blocks strided).
+    Local,
+    /// One stage a pass.
+    Single,
+    /// Two stages a pass in registers, four elements an invocation; one stage a pass for a
+    /// last odd one.
+    Radix4,
+    /// Three stages a pass in registers, eight elements an invocation; one stage a pass for
     /// the last one or two.
-    pub radix8: bool,
+    Radix8,
 }
 
 impl std::fmt::Display for StagePasses {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.local, self.radix8) {
-            (0, false) => write!(f, "one stage a pass"),
-            (0, true) => write!(f, "radix-8 passes"),
-            (local, false) => write!(f, "{local} stages a workgroup-memory pass"),
-            (local, true) => write!(f, "one {local}-stage workgroup-memory pass, then radix-8"),
+        let later = match self.later {
+            LaterPasses::Local if self.local > 0 => {
+                return write!(f, "{} stages a workgroup-memory pass", self.local)
+            }
+            LaterPasses::Local | LaterPasses::Single => "one stage a pass",
+            LaterPasses::Radix4 => "radix-4 passes",
+            LaterPasses::Radix8 => "radix-8 passes",
+        };
+        match self.local {
+            0 => write!(f, "{later}"),
+            local => write!(f, "one {local}-stage workgroup-memory pass, then {later}"),
         }
     }
 }
@@ -135,30 +155,31 @@ impl NttKernels {
 
     /// How stages are grouped into passes at size 2^log_n.
     ///
-    /// Unless set, measured choices (2026-11-30 and 2026-12-01, BENCHMARKS.md):
+    /// Unless set, measured choices (BENCHMARKS.md, "NTT passes at large sizes"):
     /// - CPU adapters: radix-8 passes, no workgroup memory (lavapipe, 2^16 and 2^18 forward:
     ///   2.2x faster than one stage a pass; workgroup-memory passes 1.8x to 14x slower, its
     ///   barriers being costly on a CPU).
     /// - GPUs up to 2^24: eight stages a workgroup-memory pass (H200, 2^24 forward: 12.8 ms;
-    ///   one stage a pass 17.1 ms; radix-8 after the first pass 22.0 ms).
-    /// - GPUs above 2^24: one stage a pass (H200, 2^27 forward: 150.8 ms; a workgroup-memory
-    ///   pass then radix-8 185.2 ms; radix-8 alone 233.4 ms; workgroup-memory passes
-    ///   throughout 330.5 ms, their late blocks striding across the whole vector). The
-    ///   transform is bound by the multiplications there, not by memory passes.
+    ///   then radix-4 13.4 ms, then radix-8 22.0 ms; one stage a pass 17.1 ms).
+    /// - GPUs above 2^24: one eight-stage workgroup-memory pass, then radix-4 (H200, 2^27
+    ///   forward / H step: 120.8 / 900.3 ms; then one stage a pass 123.7 / 924.1; radix-4
+    ///   throughout 138.0 / 1021.2; one stage a pass throughout 151.5 / 1283.7; then radix-8
+    ///   185.2 / 1421.6). Later workgroup-memory passes stride across the whole vector
+    ///   (2^27: 330.5 ms), and radix-8's eight elements an invocation hold too many registers.
     pub fn stage_passes(&self, log_n: u32) -> StagePasses {
         match self.stage_passes {
             Some(passes) => passes,
             None if self.cpu_adapter => StagePasses {
                 local: 0,
-                radix8: true,
+                later: LaterPasses::Radix8,
             },
             None if log_n > 24 => StagePasses {
-                local: 0,
-                radix8: false,
+                local: MAX_LOCAL_STAGES,
+                later: LaterPasses::Radix4,
             },
             None => StagePasses {
                 local: MAX_LOCAL_STAGES,
-                radix8: false,
+                later: LaterPasses::Local,
             },
         }
     }

@@ -15,6 +15,8 @@ pub enum NttEntry {
     Butterflies,
     /// Several stages in workgroup memory: its `count` is blocks, one workgroup each.
     ButterfliesLocal,
+    /// Two stages in registers, four elements an invocation.
+    ButterfliesRadix4,
     /// Three stages in registers, eight elements an invocation.
     ButterfliesRadix8,
     /// One stage whose pairs lie in two parts.
@@ -35,6 +37,7 @@ impl EntryPoint for NttEntry {
         NttEntry::BitReverse,
         NttEntry::Butterflies,
         NttEntry::ButterfliesLocal,
+        NttEntry::ButterfliesRadix4,
         NttEntry::ButterfliesRadix8,
         NttEntry::ButterfliesAcrossParts,
         NttEntry::Scale,
@@ -47,6 +50,7 @@ impl EntryPoint for NttEntry {
             NttEntry::BitReverse => "ntt_bit_reverse",
             NttEntry::Butterflies => "ntt_butterflies",
             NttEntry::ButterfliesLocal => "ntt_butterflies_local",
+            NttEntry::ButterfliesRadix4 => "ntt_butterflies_radix4",
             NttEntry::ButterfliesRadix8 => "ntt_butterflies_radix8",
             NttEntry::ButterfliesAcrossParts => "ntt_butterflies_across_parts",
             NttEntry::Scale => "ntt_scale",

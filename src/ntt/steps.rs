@@ -3,7 +3,7 @@
 
 use super::program::{NttEntry, NttParams};
 use super::tables::{DomainTables, COSET, COSET_INV, OMEGA, OMEGA_INV};
-use super::{NttOp, StagePasses};
+use super::{LaterPasses, NttOp, StagePasses};
 
 /// Which buffers one dispatch binds: `data`, and `partner` / H-step vectors where used.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,18 +79,21 @@ pub fn transform_steps(tables: &DomainTables, layout: Layout, op: NttOp, steps: 
                 push(steps, NttEntry::BitReverse, params, binds);
             }
         }
-        // Stages within a part: the first workgroup-memory pass (a contiguous block), then
-        // three at a time in registers, then workgroup-memory passes, then one at a time.
+        // Stages within a part: a first workgroup-memory pass (contiguous blocks), then the
+        // later passes.
         let part_log = log_n - part_bits;
         let mut s = 0;
         while s < part_log {
             let left = part_log - s;
-            let (entry, stages) = if passes.local > 0 && (s == 0 || !passes.radix8) {
-                (NttEntry::ButterfliesLocal, passes.local.min(left))
-            } else if passes.radix8 && left >= 3 {
-                (NttEntry::ButterfliesRadix8, 3)
-            } else {
-                (NttEntry::Butterflies, 1)
+            let first = s == 0 && passes.local > 0;
+            let (entry, stages) = match passes.later {
+                _ if first => (NttEntry::ButterfliesLocal, passes.local.min(left)),
+                LaterPasses::Local if passes.local > 0 => {
+                    (NttEntry::ButterfliesLocal, passes.local.min(left))
+                }
+                LaterPasses::Radix8 if left >= 3 => (NttEntry::ButterfliesRadix8, 3),
+                LaterPasses::Radix4 if left >= 2 => (NttEntry::ButterfliesRadix4, 2),
+                _ => (NttEntry::Butterflies, 1),
             };
             for p in 0..parts {
                 let count = match entry {

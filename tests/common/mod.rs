@@ -133,23 +133,34 @@ fn ntt_kernels_with(
 /// NTT kernels that run eight stages at a time in workgroup memory (what GPUs get by
 /// default up to 2^24; lavapipe by default runs radix-8 register passes).
 pub fn ntt_kernels_local(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
-    use wgpu_groth16::ntt::{StagePasses, MAX_LOCAL_STAGES};
+    use wgpu_groth16::ntt::{LaterPasses, StagePasses, MAX_LOCAL_STAGES};
     ntt_kernels_with(wide, "ntt local", |kernels| {
         kernels.with_stage_passes(StagePasses {
             local: MAX_LOCAL_STAGES,
-            radix8: false,
+            later: LaterPasses::Local,
         })
     })
 }
 
-/// NTT kernels with one two-stage workgroup-memory pass, then radix-8 register passes, then
-/// single stages for the rest: every kind of pass in one transform at small sizes.
-pub fn ntt_kernels_mixed(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
-    use wgpu_groth16::ntt::StagePasses;
-    ntt_kernels_with(wide, "ntt mixed", |kernels| {
+/// NTT kernels with one two-stage workgroup-memory pass, then radix-4 register passes, then
+/// a single stage where the count is odd (GPUs above 2^24 take this with eight stages first).
+pub fn ntt_kernels_radix4(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
+    use wgpu_groth16::ntt::{LaterPasses, StagePasses};
+    ntt_kernels_with(wide, "ntt radix-4", |kernels| {
         kernels.with_stage_passes(StagePasses {
             local: 2,
-            radix8: true,
+            later: LaterPasses::Radix4,
+        })
+    })
+}
+
+/// NTT kernels with one three-stage workgroup-memory pass, then one stage a pass.
+pub fn ntt_kernels_single(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
+    use wgpu_groth16::ntt::{LaterPasses, StagePasses};
+    ntt_kernels_with(wide, "ntt single", |kernels| {
+        kernels.with_stage_passes(StagePasses {
+            local: 3,
+            later: LaterPasses::Single,
         })
     })
 }
@@ -158,13 +169,13 @@ pub fn ntt_kernels_mixed(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::Nt
 /// multi-buffer path that vectors over the device's binding limit take; inside parts, a
 /// three-stage workgroup-memory pass, radix-8 passes, a single stage.
 pub fn ntt_kernels_in_parts(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
-    use wgpu_groth16::ntt::StagePasses;
+    use wgpu_groth16::ntt::{LaterPasses, StagePasses};
     ntt_kernels_with(wide, "ntt in parts", |kernels| {
         kernels
             .with_binding_limit(4096)
             .with_stage_passes(StagePasses {
                 local: 3,
-                radix8: true,
+                later: LaterPasses::Radix8,
             })
     })
 }
