@@ -6,8 +6,10 @@
 //!   cancellation, outcomes kept for late awaits) and one worker per lane.
 //! - [`backend`]: what proves: Filecoin's PoRep C2 through wgpu-groth16, parameters resident.
 //! - [`service`]: the RPCs over the scheduler.
+//! - [`load`]: a load generator, many clients' jobs against a running daemon.
 
 pub mod backend;
+pub mod load;
 pub mod scheduler;
 pub mod service;
 

@@ -13,6 +13,7 @@ use rand_core::SeedableRng;
 use tonic::transport::Channel;
 use wgpu_groth16::groth16::ProverEngine;
 use wgpu_groth16_daemon::backend::{Comparison, FilecoinBackend};
+use wgpu_groth16_daemon::load;
 use wgpu_groth16_daemon::pb::await_proof_response::Status;
 use wgpu_groth16_daemon::pb::proving_engine_client::ProvingEngineClient;
 use wgpu_groth16_daemon::pb::*;
@@ -23,13 +24,14 @@ use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 #[path = "../../filecoin/tests/common/mod.rs"]
 mod common;
 
-/// Proves by returning the payload reversed, once the test opens the gate; records the
-/// order jobs started in.
+/// Proves by returning the payload reversed, once the test opens the gate, and reports
+/// `compute` as its GPU time; records the order jobs started in.
 #[derive(Default)]
 struct Gate {
     open: Mutex<bool>,
     changed: Condvar,
     started: Mutex<Vec<String>>,
+    compute: Duration,
 }
 
 impl Gate {
@@ -76,6 +78,7 @@ impl Backend for Gate {
         proof.reverse();
         Ok(Proved {
             proof,
+            gpu_compute: self.compute,
             ..Default::default()
         })
     }
@@ -99,7 +102,7 @@ fn start(
     backend: Arc<dyn Backend>,
     max_pending: usize,
 ) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>) {
-    let (runtime, client, _) = start_stoppable(backend, max_pending);
+    let (runtime, client, _, _) = start_stoppable(backend, max_pending);
     (runtime, client)
 }
 
@@ -109,16 +112,21 @@ type Stop = (
     tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
 );
 
-/// [`start`], and what stops that daemon.
+/// [`start`], the daemon's address, and what stops it.
 fn start_stoppable(
     backend: Arc<dyn Backend>,
     max_pending: usize,
-) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>, Stop) {
+) -> (
+    tokio::runtime::Runtime,
+    ProvingEngineClient<Channel>,
+    String,
+    Stop,
+) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (client, server) = runtime.block_on(async {
+    let (client, address, server) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
         let server = tokio::spawn(wgpu_groth16_daemon::serve(
             listener,
             backend,
@@ -130,12 +138,10 @@ fn start_stoppable(
                 }
             },
         ));
-        let client = ProvingEngineClient::connect(format!("http://{addr}"))
-            .await
-            .unwrap();
-        (client, server)
+        let client = ProvingEngineClient::connect(address.clone()).await.unwrap();
+        (client, address, server)
     });
-    (runtime, client, (stop, server))
+    (runtime, client, address, (stop, server))
 }
 
 /// Stopping the daemon cancels the pending jobs (whose awaits return at once) and lets the
@@ -143,7 +149,7 @@ fn start_stoppable(
 #[test]
 fn a_stop_cancels_pending_jobs_and_finishes_the_running_one() {
     let gate = Arc::new(Gate::default());
-    let (runtime, mut client, (stop, server)) = start_stoppable(gate.clone(), 4);
+    let (runtime, mut client, _, (stop, server)) = start_stoppable(gate.clone(), 4);
     runtime.block_on(async {
         let running = hold_the_lane(&mut client, &gate, "running", b"run").await;
         let pending = submit(&mut client, job("pending", Priority::Normal, b"wait")).await;
@@ -220,6 +226,14 @@ async fn prove(
         .into_inner()
         .result
         .unwrap()
+}
+
+async fn get_status(client: &mut ProvingEngineClient<Channel>) -> GetStatusResponse {
+    client
+        .get_status(GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner()
 }
 
 async fn wait(
@@ -330,11 +344,7 @@ fn the_queue_keeps_its_promises_over_the_wire() {
         let proved = prove(&mut client, job("direct", Priority::High, b"abc")).await;
         assert_eq!(proved.proof, b"cba");
 
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         assert_eq!(status.total_proofs_completed, 3);
         assert_eq!(status.gpus.len(), 1);
         assert_eq!(status.gpus[0].name, "gate");
@@ -364,6 +374,50 @@ fn the_queue_keeps_its_promises_over_the_wire() {
             .await
             .unwrap_err();
         assert_eq!(preload.code(), tonic::Code::FailedPrecondition);
+    });
+}
+
+/// The load generator over the wire: every job of every client is counted once, under a
+/// request id of its own run (a second run against the same daemon makes new jobs), the GPU
+/// time it sums is the backend's, and its percentiles are in order within the wall time.
+#[test]
+fn the_load_generator_counts_each_job_of_each_run_once() {
+    let compute = Duration::from_millis(3);
+    let gate = Arc::new(Gate {
+        compute,
+        ..Default::default()
+    });
+    gate.open();
+    let (runtime, mut client, address, _) = start_stoppable(gate.clone(), 8);
+    runtime.block_on(async {
+        let template = job("", Priority::Normal, b"load");
+        let first = load::run(&address, template.clone(), 4, 10).await.unwrap();
+        let second = load::run(&address, template, 2, 5).await.unwrap();
+        for (report, jobs, clients) in [(&first, 10, 4), (&second, 5, 2)] {
+            assert_eq!(
+                (report.completed(), report.failures.len()),
+                (jobs, 0),
+                "{report}"
+            );
+            assert_eq!((report.clients, report.lanes), (clients, 1));
+            assert_eq!(report.gpu_compute, compute * jobs as u32);
+            let percentiles = [50.0, 90.0, 99.0].map(|p| report.latency_percentile(p).unwrap());
+            assert!(percentiles.is_sorted(), "{report}");
+            assert_eq!(report.latencies.last(), report.latencies.iter().max());
+            assert!(report.latencies.iter().all(|l| *l <= report.wall));
+            let rate = jobs as f64 / report.wall.as_secs_f64();
+            assert!((report.proofs_per_second() - rate).abs() < 1e-9);
+        }
+        let started = gate.started();
+        let distinct: std::collections::HashSet<_> = started.iter().collect();
+        assert_eq!((started.len(), distinct.len()), (15, 15), "{started:?}");
+        let status = get_status(&mut client).await;
+        assert_eq!(status.total_proofs_completed, 15);
+
+        let nobody = load::run("http://127.0.0.1:1", job("", Priority::Normal, b""), 1, 1)
+            .await
+            .unwrap_err();
+        assert!(nobody.contains("cannot reach"), "{nobody}");
     });
 }
 
@@ -405,11 +459,7 @@ fn bad_jobs_fail_alone() {
             .unwrap_err();
         assert_eq!(unknown_circuit.code(), tonic::Code::FailedPrecondition);
 
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         assert_eq!(
             (status.total_proofs_completed, status.total_proofs_failed),
             (0, 3)
@@ -491,11 +541,7 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             other_miner.error_message
         );
 
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         let loaded: Vec<_> = status
             .loaded_srs
             .iter()
@@ -506,6 +552,7 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             (status.total_proofs_completed, status.total_proofs_failed),
             (2, 1)
         );
+
         let evicted = client
             .evict_srs(EvictSrsRequest {
                 circuit_id: "porep-2k".into(),
@@ -514,11 +561,7 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             .unwrap()
             .into_inner();
         assert!(evicted.was_loaded);
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         assert!(status.loaded_srs.is_empty());
     });
 }
@@ -558,13 +601,39 @@ fn the_binary_serves_and_stops_on_sigterm() {
             .unwrap();
         let failed = prove(&mut client, job("bad", Priority::Normal, b"[]")).await;
         assert_eq!(failed.status, Status::Failed as i32);
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         assert_eq!(status.total_proofs_failed, 1);
         assert_eq!(status.gpus.len(), 1);
+    });
+    // The load subcommand against it: jobs that fail are counted and fail the run.
+    let c1 = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(c1.path(), b"[]").unwrap();
+    let loaded = Command::new(env!("CARGO_BIN_EXE_wgpu-groth16-daemon"))
+        .args([
+            "load",
+            "--address",
+            &format!("http://{addr}"),
+            "--miner-id",
+            "1000",
+        ])
+        .args(["--clients", "2", "--jobs", "3", "--c1"])
+        .arg(c1.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&loaded.stdout),
+        String::from_utf8_lossy(&loaded.stderr),
+    );
+    assert_eq!(loaded.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("completed: 0, failed: 3"), "{stdout}");
+    assert!(stdout.contains("vanilla_proof"), "{stdout}");
+    assert!(stderr.contains("3 of 3 jobs failed"), "{stderr}");
+    runtime.block_on(async {
+        let mut client = ProvingEngineClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        let status = get_status(&mut client).await;
+        assert_eq!(status.total_proofs_failed, 4);
     });
     // SAFETY: a plain signal to the child this test started.
     let sent = unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };
