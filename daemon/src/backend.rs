@@ -2,13 +2,12 @@
 //! without one), each parameter set loaded once per lane and kept until evicted.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use filecoin_proofs_api::RegisteredSealProof;
-use wgpu_groth16::groth16::{Prover, ProverEngine, ProvingParameters, Step};
+use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters, Step};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::matrices::MatricesCache;
 use wgpu_groth16_filecoin::params::ParamsFiles;
@@ -162,11 +161,12 @@ impl FilecoinBackend {
         Ok((kept, false, start.elapsed()))
     }
 
+    /// Stopped between partitions once `cancel` is cancelled.
     fn prove_porep(
         &self,
         request: &SubmitProofRequest,
         lane: usize,
-        cancelled: &AtomicBool,
+        cancel: &CancelToken,
     ) -> Result<Proved, String> {
         let c1 = C1Output::from_json(&request.vanilla_proof, "vanilla_proof")
             .map_err(|e| e.to_string())?;
@@ -184,15 +184,13 @@ impl FilecoinBackend {
         let circuit_id = porep_circuit_id(sector_size)
             .ok_or_else(|| format!("no parameters for {sector_size}-byte sectors"))?;
         let (resident, _, srs_load) = self.prover(lane, circuit_id)?;
-        if cancelled.load(Ordering::SeqCst) {
-            return Err("cancelled".into());
-        }
         let (proof, report) = match &self.comparison {
             None => {
                 let (proof, _, report) = seal_commit_phase2_reporting(
                     &commit,
                     &resident.prover,
                     MatricesCache::by_default(),
+                    cancel,
                 )
                 .map_err(|e| e.to_string())?;
                 (proof, report)
@@ -207,6 +205,7 @@ impl FilecoinBackend {
                         MatricesCache::by_default(),
                         &rs,
                         &ss,
+                        cancel,
                     )
                     .map_err(|e| e.to_string())?;
                 (
@@ -239,10 +238,10 @@ impl Backend for FilecoinBackend {
         &self,
         request: &SubmitProofRequest,
         lane: usize,
-        cancelled: &AtomicBool,
+        cancel: &CancelToken,
     ) -> Result<Proved, String> {
         match ProofKind::try_from(request.proof_kind) {
-            Ok(ProofKind::PorepSealCommit) => self.prove_porep(request, lane, cancelled),
+            Ok(ProofKind::PorepSealCommit) => self.prove_porep(request, lane, cancel),
             Ok(kind) => Err(format!(
                 "{} is not proved by this daemon yet (POREP_SEAL_COMMIT is)",
                 kind.as_str_name()

@@ -2,16 +2,18 @@
 //! from the same `.proto`. The queue's behaviour runs against a backend whose jobs wait
 //! for the test to let them finish; bad payloads run against the Filecoin backend itself.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use tonic::transport::Channel;
-use wgpu_groth16::groth16::ProverEngine;
+use wgpu_groth16::groth16::batch::prove_batch_across;
+use wgpu_groth16::groth16::synthesis::synthesize;
+use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters};
 use wgpu_groth16_daemon::backend::{Comparison, FilecoinBackend};
 use wgpu_groth16_daemon::load;
 use wgpu_groth16_daemon::pb::await_proof_response::Status;
@@ -25,13 +27,70 @@ use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 mod common;
 
 /// Proves by returning the payload reversed, once the test opens the gate, and reports
-/// `compute` as its GPU time; records the order jobs started in.
+/// `compute` as its GPU time; records the order jobs started in. A job whose payload is
+/// [`SLOW`] first runs `slow`'s batch.
 #[derive(Default)]
 struct Gate {
     open: Mutex<bool>,
     changed: Condvar,
     started: Mutex<Vec<String>>,
     compute: Duration,
+    slow: Option<SlowBatch>,
+}
+
+const SLOW: &[u8] = b"slow";
+
+/// A circuit of one constraint whose synthesis takes `delay`.
+#[derive(Clone)]
+struct Slow {
+    delay: Duration,
+}
+
+impl Circuit<Scalar> for Slow {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        std::thread::sleep(self.delay);
+        let x = cs.alloc(|| "x", || Ok(Scalar::ONE))?;
+        cs.enforce(|| "x * x = x", |lc| lc + x, |lc| lc + x, |lc| lc + x);
+        Ok(())
+    }
+}
+
+/// A batch of [`Slow`] circuits through the batch pipeline on the CPU, with the job's
+/// cancel token; how each batch ended ("proved", or the error).
+struct SlowBatch {
+    prover: Prover,
+    circuits: usize,
+    delay: Duration,
+    ended: Mutex<Vec<String>>,
+}
+
+impl SlowBatch {
+    fn new(circuits: usize, delay: Duration) -> Self {
+        let shape = synthesize(Slow {
+            delay: Duration::ZERO,
+        })
+        .unwrap()
+        .shape();
+        let params = ProvingParameters::random_for_shape(&shape, 1);
+        SlowBatch {
+            prover: Prover::with_engine(params, Arc::new(ProverEngine::cpu()), None).unwrap(),
+            circuits,
+            delay,
+            ended: Mutex::default(),
+        }
+    }
+
+    fn prove(&self, cancel: &CancelToken) -> Result<(), String> {
+        let circuits = vec![Slow { delay: self.delay }; self.circuits];
+        let ones = vec![Scalar::ONE; self.circuits];
+        let provers = std::slice::from_ref(&self.prover);
+        let result = prove_batch_across(provers, circuits, &ones, &ones, cancel);
+        let ended = result
+            .as_ref()
+            .map_or_else(|e| e.to_string(), |_| "proved".into());
+        self.ended.lock().unwrap().push(ended);
+        result.map(drop).map_err(|e| e.to_string())
+    }
 }
 
 impl Gate {
@@ -57,7 +116,7 @@ impl Backend for Gate {
         &self,
         request: &SubmitProofRequest,
         _lane: usize,
-        cancelled: &AtomicBool,
+        cancel: &CancelToken,
     ) -> Result<Proved, String> {
         self.started
             .lock()
@@ -65,7 +124,7 @@ impl Backend for Gate {
             .push(request.request_id.clone());
         let mut open = self.open.lock().unwrap();
         while !*open {
-            if cancelled.load(Ordering::SeqCst) {
+            if cancel.is_cancelled() {
                 return Err("cancelled".into());
             }
             open = self
@@ -73,6 +132,10 @@ impl Backend for Gate {
                 .wait_timeout(open, Duration::from_millis(10))
                 .unwrap()
                 .0;
+        }
+        drop(open);
+        if let (SLOW, Some(slow)) = (request.vanilla_proof.as_slice(), &self.slow) {
+            slow.prove(cancel)?;
         }
         let mut proof = request.vanilla_proof.clone();
         proof.reverse();
@@ -377,6 +440,68 @@ fn the_queue_keeps_its_promises_over_the_wire() {
     });
 }
 
+/// Cancelling a running job stops its batch between circuits: the lane takes the next job
+/// long before the cancelled batch would have ended, and the batch ends with the prover's
+/// cancellation error.
+#[test]
+fn cancelling_a_running_job_frees_its_lane_promptly() {
+    // Enough circuits that the batch lasts about a second whatever the synthesis threads.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let gate = Arc::new(Gate {
+        slow: Some(SlowBatch::new(16 * threads, Duration::from_millis(50))),
+        ..Default::default()
+    });
+    gate.open();
+    let (runtime, mut client) = start(gate.clone(), 4);
+    runtime.block_on(async {
+        // Not cancelled, a slow job holds the lane this long.
+        let whole = prove(&mut client, job("whole", Priority::Normal, SLOW)).await;
+        assert_eq!(
+            whole.status,
+            Status::Completed as i32,
+            "{}",
+            whole.error_message
+        );
+        let lane_time = Duration::from_millis(whole.total_ms - whole.queue_wait_ms);
+
+        let cancelled = submit(&mut client, job("cancelled", Priority::Normal, SLOW)).await;
+        while gate.started().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(lane_time / 4).await;
+        let cancel = client
+            .cancel_proof(CancelProofRequest {
+                job_id: cancelled.job_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(cancel.was_running);
+        let cancel_sent = Instant::now();
+        let next = prove(&mut client, job("next", Priority::Normal, b"next")).await;
+        assert_eq!(next.proof, b"txen");
+        // Uncancelled, the slow job would have held the lane another 3/4 of lane_time.
+        let waited = Duration::from_millis(next.queue_wait_ms);
+        assert!(
+            waited < lane_time / 4,
+            "the next job waited {waited:?} for the lane (a slow job holds it {lane_time:?})"
+        );
+        assert!(cancel_sent.elapsed() < lane_time / 2);
+        assert_eq!(
+            wait(&mut client, &cancelled.job_id, 0).await.status,
+            Status::Cancelled as i32
+        );
+        let slow = gate.slow.as_ref().unwrap();
+        assert_eq!(
+            *slow.ended.lock().unwrap(),
+            [
+                "proved".to_string(),
+                wgpu_groth16::Error::Cancelled.to_string()
+            ]
+        );
+    });
+}
+
 /// The load generator over the wire: every job of every client is counted once, under a
 /// request id of its own run (a second run against the same daemon makes new jobs), the GPU
 /// time it sums is the backend's, and its percentiles are in order within the wall time.
@@ -471,7 +596,7 @@ fn bad_jobs_fail_alone() {
 /// A real 2 KiB PoRep C2 (a sector sealed in the test, Curio's wrapper around its C1 output)
 /// sent over the wire twice: both proofs equal bellperson's on the same circuits, random-point
 /// parameters and r, s; the parameters load for the first only; a job for another miner
-/// fails alone; eviction frees them.
+/// fails alone; a cancelled job stops in the batch pipeline; eviction frees them.
 #[test]
 fn a_2kib_c2_over_the_wire_equals_bellperson() {
     use base64::Engine as _;
@@ -497,8 +622,11 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         r,
         s,
     };
-    let backend = FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison);
-    let (runtime, mut client) = start(Arc::new(backend), 4);
+    let backend = Arc::new(FilecoinBackend::comparing(
+        vec![Arc::new(ProverEngine::cpu())],
+        comparison,
+    ));
+    let (runtime, mut client) = start(backend.clone(), 4);
     let phase1 = serde_json::to_vec(&sealed.phase1).unwrap();
     let payload = serde_json::to_vec(&serde_json::json!({
         "SectorNum": common::SECTOR_ID,
@@ -553,6 +681,13 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             (2, 1)
         );
 
+        // A job's cancel token reaches the batch pipeline through the Filecoin proving.
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let stopped = backend
+            .prove(&request("c2-4", common::MINER_ID), 0, &cancel)
+            .unwrap_err();
+        assert_eq!(stopped, wgpu_groth16::Error::Cancelled.to_string());
         let evicted = client
             .evict_srs(EvictSrsRequest {
                 circuit_id: "porep-2k".into(),

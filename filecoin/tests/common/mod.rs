@@ -14,7 +14,7 @@ use filecoin_proofs_api::{ProverId, RegisteredSealProof, SectorId};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::groth16::synthesis::synthesize;
-use wgpu_groth16::groth16::{Backend, Prover, ProverConfig, ProvingParameters};
+use wgpu_groth16::groth16::{Backend, CancelToken, Prover, ProverConfig, ProvingParameters};
 use wgpu_groth16_filecoin::job::{proofs_to_bytes, PartitionCircuits, ProofJob};
 use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
 
@@ -135,7 +135,13 @@ pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingPar
         };
         let prover = Prover::new(params.clone(), &config).expect("prover");
         let (proofs, synthesis, _) = job
-            .prove_partitions_reporting(&prover, Some(MatricesCache::shared()), &rs, &ss)
+            .prove_partitions_reporting(
+                &prover,
+                Some(MatricesCache::shared()),
+                &rs,
+                &ss,
+                &CancelToken::new(),
+            )
             .expect("ours");
         assert!(
             matches!(synthesis, SynthesisPath::Matrices { .. }),
