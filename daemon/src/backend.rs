@@ -9,6 +9,7 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_core::OsRng;
+use wgpu_groth16::groth16::engine::ResidentParams;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters, Step};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
@@ -82,7 +83,8 @@ impl FilecoinBackend {
             }
             let prover = Prover::with_engine(comparison.params.clone(), engine, None)
                 .map_err(|e| format!("{circuit_id}: {e}"))?;
-            return Ok((prover, 0));
+            // No file to measure: the set's size is its bases' bytes.
+            return Ok((prover, ResidentParams::bytes(&comparison.params)));
         }
         let files = Circuit::params_files(circuit_id)?;
         let (prover, _) = files
@@ -270,7 +272,6 @@ impl Backend for FilecoinBackend {
             .iter()
             .map(|engine| Lane {
                 name: engine.describe(),
-                vram_total_bytes: 0,
             })
             .collect()
     }
@@ -326,25 +327,39 @@ impl Backend for FilecoinBackend {
     }
 
     /// Each circuit held on any lane, once, with the bytes of its parameters summed over the
-    /// lanes that hold it.
+    /// lanes that hold it, and the proofs running with it on any lane (each holds its lane's
+    /// copy while it runs).
     fn loaded(&self) -> Vec<LoadedSrs> {
-        let mut sizes: HashMap<String, u64> = HashMap::new();
+        let mut loaded: HashMap<String, LoadedSrs> = HashMap::new();
         for ((_, id), kept) in self
             .resident
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
         {
-            *sizes.entry(id.clone()).or_default() += kept.size_bytes;
+            let srs = loaded.entry(id.clone()).or_insert_with(|| LoadedSrs {
+                circuit_id: id.clone(),
+                size_bytes: 0,
+                in_flight: 0,
+            });
+            srs.size_bytes += kept.size_bytes;
+            // Every holder but this map is a proof running with it.
+            srs.in_flight += (Arc::strong_count(kept) - 1) as u32;
         }
-        let mut loaded: Vec<LoadedSrs> = sizes
-            .into_iter()
-            .map(|(circuit_id, size_bytes)| LoadedSrs {
-                circuit_id,
-                size_bytes,
-            })
-            .collect();
+        let mut loaded: Vec<LoadedSrs> = loaded.into_values().collect();
         loaded.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
         loaded
+    }
+
+    /// What each lane's GPU engine holds in its buffer pool (resident bases, constraint
+    /// matrices, MSM workspaces, pooled vectors): our allocation, not the driver's figure.
+    fn vram_in_use(&self) -> Vec<Option<u64>> {
+        self.engines
+            .iter()
+            .map(|engine| {
+                let gpu = engine.usable_gpu()?;
+                Some(gpu.pool().stats().allocated_bytes)
+            })
+            .collect()
     }
 }

@@ -37,7 +37,6 @@ pub struct Proved {
 #[derive(Clone, Debug, Default)]
 pub struct Lane {
     pub name: String,
-    pub vram_total_bytes: u64,
 }
 
 /// A parameter set the backend holds.
@@ -45,6 +44,8 @@ pub struct Lane {
 pub struct LoadedSrs {
     pub circuit_id: String,
     pub size_bytes: u64,
+    /// Proofs running with it.
+    pub in_flight: u32,
 }
 
 /// What proves: the queue hands it one job at a time per lane.
@@ -70,6 +71,12 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The parameter sets held now.
     fn loaded(&self) -> Vec<LoadedSrs>;
+
+    /// Device memory each lane holds now by the backend's own accounting; `None` where it
+    /// does not know (a lane on the CPU, a backend that does not count).
+    fn vram_in_use(&self) -> Vec<Option<u64>> {
+        vec![None; self.lanes().len()]
+    }
 }
 
 /// Why a submission was refused.

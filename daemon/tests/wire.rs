@@ -13,6 +13,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use tonic::transport::Channel;
 use wgpu_groth16::groth16::batch::prove_batch_across;
+use wgpu_groth16::groth16::engine::ResidentParams;
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters};
 use wgpu_groth16_daemon::backend::{Comparison, FilecoinBackend};
@@ -122,7 +123,6 @@ impl Backend for Gate {
     fn lanes(&self) -> Vec<Lane> {
         vec![Lane {
             name: "gate".into(),
-            vram_total_bytes: 0,
         }]
     }
 
@@ -425,6 +425,17 @@ fn the_queue_keeps_its_promises_over_the_wire() {
         assert_eq!(status.total_proofs_completed, 3);
         assert_eq!(status.gpus.len(), 1);
         assert_eq!(status.gpus[0].name, "gate");
+        // What the daemon does not know is left out, not zero.
+        let gpu = &status.gpus[0];
+        assert_eq!(
+            (
+                gpu.vram_total_bytes,
+                gpu.vram_free_bytes,
+                gpu.vram_used_bytes
+            ),
+            (None, None, None)
+        );
+        assert_eq!(status.pinned_memory_bytes, None);
         let metrics = client
             .get_metrics(GetMetricsRequest {})
             .await
@@ -634,7 +645,8 @@ fn bad_jobs_fail_alone() {
 /// A real 2 KiB PoRep C2 (a sector sealed in the test, Curio's wrapper around its C1 output)
 /// sent over the wire twice: both proofs equal bellperson's on the same circuits, random-point
 /// parameters and r, s; the parameters load for the first only; a job for another miner
-/// fails alone; a cancelled job stops in the batch pipeline; eviction frees them.
+/// fails alone; a cancelled job stops in the batch pipeline; while a proof runs its
+/// parameter set counts it; eviction frees them.
 #[test]
 fn a_2kib_c2_over_the_wire_equals_bellperson() {
     use base64::Engine as _;
@@ -654,6 +666,7 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         )
         .unwrap();
     let expected = proofs_to_bytes(&theirs).unwrap();
+    let params_bytes = ResidentParams::bytes(&params);
     let comparison = Comparison {
         circuit_id: "porep-2k".into(),
         params,
@@ -695,7 +708,20 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             "our proof differs from bellperson's"
         );
         assert!(first.total_ms >= first.synthesis_ms.max(first.srs_load_ms));
-        let second = prove(&mut client, request("c2-2", common::MINER_ID)).await;
+        // While a proof runs, its parameter set counts it.
+        let second = submit(&mut client, request("c2-2", common::MINER_ID)).await;
+        let in_flight = loop {
+            let status = get_status(&mut client).await;
+            if let Some(srs) = status.loaded_srs.iter().find(|s| s.ref_count > 0) {
+                break Some(srs.ref_count);
+            }
+            if status.total_proofs_completed == 2 {
+                break None;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert_eq!(in_flight, Some(1), "the running proof was not counted");
+        let second = wait(&mut client, &second.job_id, 0).await;
         assert!(second.proof == expected);
         assert_eq!(second.srs_load_ms, 0, "the parameters stayed loaded");
 
@@ -714,6 +740,12 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             .map(|s| s.circuit_id.as_str())
             .collect();
         assert_eq!(loaded, ["porep-2k"]);
+        let srs = &status.loaded_srs[0];
+        assert_eq!((srs.size_bytes, srs.ref_count), (params_bytes, 0));
+        assert_eq!(
+            status.gpus[0].vram_used_bytes, None,
+            "a CPU lane holds no VRAM"
+        );
         assert_eq!(
             (status.total_proofs_completed, status.total_proofs_failed),
             (2, 1)
