@@ -146,14 +146,21 @@ pub enum Error {
     /// waited got the error itself).
     #[error("the prover's parameters failed to load: {0}")]
     ParamsLoad(String),
+
+    /// The batch was cancelled by its caller ([`crate::groth16::CancelToken`]).
+    #[error("cancelled by its caller before the batch finished")]
+    Cancelled,
 }
 
 impl Error {
     /// Whether this is the GPU failing (a lost device, an allocation or a pipeline refused, a
     /// wrong result), which the CPU path answers. Bad input and internal errors would meet
-    /// the CPU path just the same, so they are returned instead.
+    /// the CPU path just the same, so they are returned instead; so is a cancellation.
     pub fn is_gpu_failure(&self) -> bool {
-        !matches!(self, Error::InvalidInput(_) | Error::Internal(_))
+        !matches!(
+            self,
+            Error::InvalidInput(_) | Error::Internal(_) | Error::Cancelled
+        )
     }
 
     pub(crate) fn device(context: impl fmt::Display, err: impl fmt::Display) -> Self {

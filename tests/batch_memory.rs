@@ -19,7 +19,7 @@ use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::circuits::FilecoinLike;
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{
-    Backend, BatchProgress, Prover, ProverConfig, ProverEngine, ProvingParameters,
+    Backend, BatchProgress, CancelToken, Prover, ProverConfig, ProverEngine, ProvingParameters,
 };
 use wgpu_groth16::Error;
 
@@ -236,7 +236,10 @@ fn provers_of_two_parameter_sets_fail_the_batch_while_synthesis_waits_for_a_slot
     let (done, result) = mpsc::channel();
     std::thread::spawn(move || {
         let (r, s) = (vec![Scalar::ONE; 4], vec![Scalar::ONE; 4]);
-        let _ = done.send(prove_batch_across(&[first, second], circuits(4), &r, &s).map(|_| ()));
+        let _ = done.send(
+            prove_batch_across(&[first, second], circuits(4), &r, &s, &CancelToken::new())
+                .map(|_| ()),
+        );
     });
     let result = result
         .recv_timeout(Duration::from_secs(60))

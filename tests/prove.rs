@@ -23,7 +23,7 @@ use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
 };
 use wgpu_groth16::groth16::synthesis::public_inputs;
-use wgpu_groth16::groth16::{PointCheck, Prover, ProverEngine, ProvingParameters};
+use wgpu_groth16::groth16::{CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters};
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
@@ -442,7 +442,8 @@ fn a_batch_over_workers_and_devices_equals_bellperson() {
         .into_iter()
         .map(|p| p.with_timeline(timeline.clone()))
         .collect();
-    let (proofs, report) = prove_batch_across(&provers, circuits, &rs, &ss).unwrap();
+    let (proofs, report) =
+        prove_batch_across(&provers, circuits, &rs, &ss, &CancelToken::new()).unwrap();
     assert_eq!(proofs.iter().map(proof_bytes).collect::<Vec<_>>(), expected);
     assert_eq!(report.proofs, 7);
     let lanes: std::collections::BTreeSet<String> = timeline
@@ -496,8 +497,13 @@ fn provers_of_one_batch_must_share_parameters() {
         Prover::with_engine(&other, cpu(), None).unwrap(),
     ];
     let circuit = SingleConstraint::new(Scalar::ONE, Scalar::ONE);
-    let Err(err) = prove_batch_across(&provers, vec![circuit], &[Scalar::ONE], &[Scalar::ONE])
-    else {
+    let Err(err) = prove_batch_across(
+        &provers,
+        vec![circuit],
+        &[Scalar::ONE],
+        &[Scalar::ONE],
+        &CancelToken::new(),
+    ) else {
         panic!("a batch over provers of two parameter sets must be refused");
     };
     assert!(

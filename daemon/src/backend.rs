@@ -2,51 +2,25 @@
 //! without one), each parameter set loaded once per lane and kept until evicted.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use blstrs::Scalar;
-use filecoin_proofs_api::RegisteredSealProof;
-use wgpu_groth16::groth16::{Prover, ProverEngine, ProvingParameters, Step};
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use rand_core::OsRng;
+use wgpu_groth16::groth16::engine::ResidentParams;
+use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters, Step};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
+use wgpu_groth16_filecoin::job::proofs_to_bytes;
 use wgpu_groth16_filecoin::matrices::MatricesCache;
-use wgpu_groth16_filecoin::params::ParamsFiles;
-use wgpu_groth16_filecoin::porep::seal_commit_phase2_reporting;
+use wgpu_groth16_filecoin::post::PostJob;
+use wgpu_groth16_filecoin::update::UpdateJob;
 use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
+use crate::circuits::{post_proof, update_proof, Circuit};
 use crate::pb::{ProofKind, SubmitProofRequest};
 use crate::scheduler::{Backend, Lane, LoadedSrs, Proved};
-
-/// The seal proofs whose parameters a circuit id names: Curio's "porep-32g" and the like.
-/// The proof versions of one sector size share their parameters; the newest is used.
-const POREP_CIRCUITS: [(&str, RegisteredSealProof); 5] = [
-    ("porep-2k", RegisteredSealProof::StackedDrg2KiBV1_1),
-    ("porep-8m", RegisteredSealProof::StackedDrg8MiBV1_1),
-    ("porep-512m", RegisteredSealProof::StackedDrg512MiBV1_1),
-    ("porep-32g", RegisteredSealProof::StackedDrg32GiBV1_1),
-    ("porep-64g", RegisteredSealProof::StackedDrg64GiBV1_1),
-];
-
-fn porep_circuit_id(sector_size: u64) -> Option<&'static str> {
-    POREP_CIRCUITS
-        .iter()
-        .find(|(_, proof)| u64::from(proof.sector_size()) == sector_size)
-        .map(|(id, _)| *id)
-}
-
-fn porep_proof(circuit_id: &str) -> Result<RegisteredSealProof, String> {
-    POREP_CIRCUITS
-        .iter()
-        .find(|(id, _)| *id == circuit_id)
-        .map(|(_, proof)| *proof)
-        .ok_or_else(|| {
-            format!(
-                "unknown circuit id {circuit_id:?} (this daemon proves {})",
-                POREP_CIRCUITS.map(|(id, _)| id).join(", ")
-            )
-        })
-}
 
 struct Resident {
     prover: Arc<Prover>,
@@ -109,9 +83,10 @@ impl FilecoinBackend {
             }
             let prover = Prover::with_engine(comparison.params.clone(), engine, None)
                 .map_err(|e| format!("{circuit_id}: {e}"))?;
-            return Ok((prover, 0));
+            // No file to measure: the set's size is its bases' bytes.
+            return Ok((prover, ResidentParams::bytes(&comparison.params)));
         }
-        let files = ParamsFiles::seal(porep_proof(circuit_id)?).map_err(|e| e.to_string())?;
+        let files = Circuit::params_files(circuit_id)?;
         let (prover, _) = files
             .prover(engine, None)
             .map_err(|e| format!("{circuit_id}: {e}"))?;
@@ -162,11 +137,55 @@ impl FilecoinBackend {
         Ok((kept, false, start.elapsed()))
     }
 
+    /// `job`'s partition proofs on `lane` with its circuit's resident parameters (r and s
+    /// from the OS, or the comparison's), stopped between partitions once `cancel` is
+    /// cancelled; what it took, less the proof bytes.
+    fn prove_job(
+        &self,
+        job: &impl ProofJob,
+        circuit: Circuit,
+        request: &SubmitProofRequest,
+        lane: usize,
+        cancel: &CancelToken,
+    ) -> Result<(Vec<Proof<Bls12>>, Proved), String> {
+        let sector_size = job.params_files().map_err(|e| e.to_string())?.sector_size;
+        if request.sector_size != 0 && request.sector_size != sector_size {
+            return Err(format!(
+                "sector_size {} but the job's proof is of {sector_size}-byte sectors",
+                request.sector_size
+            ));
+        }
+        let (resident, _, srs_load) = self.prover(lane, &circuit.id(sector_size)?)?;
+        let partitions = job.partitions();
+        let (rs, ss) = match &self.comparison {
+            Some(comparison) => (
+                vec![comparison.r; partitions],
+                vec![comparison.s; partitions],
+            ),
+            None => {
+                let draw = || (0..partitions).map(|_| Scalar::random(OsRng)).collect();
+                (draw(), draw())
+            }
+        };
+        let matrices = MatricesCache::by_default();
+        let (proofs, _, report) = job
+            .prove_partitions_reporting(&resident.prover, matrices, &rs, &ss, cancel)
+            .map_err(|e| e.to_string())?;
+        let proved = Proved {
+            proof: Vec::new(),
+            srs_load,
+            synthesis: report.time(Step::Synthesis),
+            gpu_compute: report.after_synthesis(),
+        };
+        Ok((proofs, proved))
+    }
+
+    /// What `seal_commit_phase2` returns, checked by `verify_seal` unless comparing.
     fn prove_porep(
         &self,
         request: &SubmitProofRequest,
         lane: usize,
-        cancelled: &AtomicBool,
+        cancel: &CancelToken,
     ) -> Result<Proved, String> {
         let c1 = C1Output::from_json(&request.vanilla_proof, "vanilla_proof")
             .map_err(|e| e.to_string())?;
@@ -174,53 +193,76 @@ impl FilecoinBackend {
         let sector_id = c1.sector_id(given).map_err(|e| e.to_string())?;
         let commit = SealCommit::new(c1.phase1, prover_id_of_miner(request.miner_id), sector_id)
             .map_err(|e| e.to_string())?;
-        let sector_size = u64::from(commit.registered_proof().sector_size());
-        if request.sector_size != 0 && request.sector_size != sector_size {
-            return Err(format!(
-                "sector_size {} but the C1 output is of a {sector_size}-byte sector",
-                request.sector_size
-            ));
+        commit.check_vanilla_proofs().map_err(|e| e.to_string())?;
+        let (proofs, proved) = self.prove_job(&commit, Circuit::Porep, request, lane, cancel)?;
+        let proof = commit.proof_bytes(&proofs).map_err(|e| e.to_string())?;
+        if self.comparison.is_none() {
+            commit.verify(&proof).map_err(|e| e.to_string())?;
         }
-        let circuit_id = porep_circuit_id(sector_size)
-            .ok_or_else(|| format!("no parameters for {sector_size}-byte sectors"))?;
-        let (resident, _, srs_load) = self.prover(lane, circuit_id)?;
-        if cancelled.load(Ordering::SeqCst) {
-            return Err("cancelled".into());
-        }
-        let (proof, report) = match &self.comparison {
-            None => {
-                let (proof, _, report) = seal_commit_phase2_reporting(
-                    &commit,
-                    &resident.prover,
-                    MatricesCache::by_default(),
-                )
-                .map_err(|e| e.to_string())?;
-                (proof, report)
-            }
-            Some(comparison) => {
-                commit.check_vanilla_proofs().map_err(|e| e.to_string())?;
-                let rs = vec![comparison.r; commit.partitions()];
-                let ss = vec![comparison.s; commit.partitions()];
-                let (proofs, _, report) = commit
-                    .prove_partitions_reporting(
-                        &resident.prover,
-                        MatricesCache::by_default(),
-                        &rs,
-                        &ss,
-                    )
-                    .map_err(|e| e.to_string())?;
-                (
-                    commit.proof_bytes(&proofs).map_err(|e| e.to_string())?,
-                    report,
-                )
-            }
+        Ok(Proved { proof, ..proved })
+    }
+
+    /// Winning PoSt, or one Window PoSt partition: 192 bytes.
+    fn prove_post(
+        &self,
+        request: &SubmitProofRequest,
+        kind: ProofKind,
+        lane: usize,
+        cancel: &CancelToken,
+    ) -> Result<Proved, String> {
+        let proof = post_proof(request.registered_proof)?;
+        let randomness = <[u8; 32]>::try_from(request.randomness.as_slice()).map_err(|_| {
+            format!(
+                "randomness must be 32 bytes, not {}",
+                request.randomness.len()
+            )
+        })?;
+        let prover_id = prover_id_of_miner(request.miner_id);
+        let vanilla = request.vanilla_proofs.clone();
+        let (job, circuit) = match kind {
+            ProofKind::WinningPost => (
+                PostJob::winning(proof, randomness, prover_id, vanilla),
+                Circuit::WinningPost,
+            ),
+            _ => (
+                PostJob::window(
+                    proof,
+                    randomness,
+                    prover_id,
+                    vanilla,
+                    request.partition_index as usize,
+                ),
+                Circuit::WindowPost,
+            ),
         };
-        Ok(Proved {
-            proof,
-            srs_load,
-            synthesis: report.time(Step::Synthesis),
-            gpu_compute: report.after_synthesis(),
-        })
+        let job = job.map_err(|e| e.to_string())?;
+        let (proofs, proved) = self.prove_job(&job, circuit, request, lane, cancel)?;
+        let proof = proofs_to_bytes(&proofs).map_err(|e| e.to_string())?;
+        Ok(Proved { proof, ..proved })
+    }
+
+    /// A SnapDeals update: its partition proofs concatenated, 192 bytes each.
+    fn prove_update(
+        &self,
+        request: &SubmitProofRequest,
+        lane: usize,
+        cancel: &CancelToken,
+    ) -> Result<Proved, String> {
+        let commitment = |bytes: &[u8], name: &str| {
+            <[u8; 32]>::try_from(bytes)
+                .map_err(|_| format!("{name} must be 32 bytes, not {}", bytes.len()))
+        };
+        let job = UpdateJob::new(
+            update_proof(request.registered_proof)?,
+            request.vanilla_proofs.clone(),
+            commitment(&request.comm_r_old, "comm_r_old")?,
+            commitment(&request.comm_r_new, "comm_r_new")?,
+            commitment(&request.comm_d_new, "comm_d_new")?,
+        )
+        .map_err(|e| e.to_string())?;
+        let (proofs, proved) = self.prove_job(&job, Circuit::SnapDeals, request, lane, cancel)?;
+        let proof = proofs_to_bytes(&proofs).map_err(|e| e.to_string())?;
+        Ok(Proved { proof, ..proved })
     }
 }
 
@@ -230,7 +272,6 @@ impl Backend for FilecoinBackend {
             .iter()
             .map(|engine| Lane {
                 name: engine.describe(),
-                vram_total_bytes: 0,
             })
             .collect()
     }
@@ -239,15 +280,17 @@ impl Backend for FilecoinBackend {
         &self,
         request: &SubmitProofRequest,
         lane: usize,
-        cancelled: &AtomicBool,
+        cancel: &CancelToken,
     ) -> Result<Proved, String> {
         match ProofKind::try_from(request.proof_kind) {
-            Ok(ProofKind::PorepSealCommit) => self.prove_porep(request, lane, cancelled),
-            Ok(kind) => Err(format!(
-                "{} is not proved by this daemon yet (POREP_SEAL_COMMIT is)",
-                kind.as_str_name()
-            )),
-            Err(_) => Err(format!("unknown proof kind {}", request.proof_kind)),
+            Ok(ProofKind::PorepSealCommit) => self.prove_porep(request, lane, cancel),
+            Ok(kind @ (ProofKind::WinningPost | ProofKind::WindowPostPartition)) => {
+                self.prove_post(request, kind, lane, cancel)
+            }
+            Ok(ProofKind::SnapDealsUpdate) => self.prove_update(request, lane, cancel),
+            Ok(ProofKind::Unspecified) | Err(_) => {
+                Err(format!("unknown proof kind {}", request.proof_kind))
+            }
         }
     }
 
@@ -270,7 +313,7 @@ impl Backend for FilecoinBackend {
 
     /// Drops it from every lane; proofs running with it keep it until they end.
     fn evict(&self, circuit_id: &str) -> Result<(bool, u64), String> {
-        porep_proof(circuit_id)?;
+        Circuit::parse(circuit_id)?;
         let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
         let mut freed = None;
         resident.retain(|(_, id), kept| {
@@ -284,25 +327,39 @@ impl Backend for FilecoinBackend {
     }
 
     /// Each circuit held on any lane, once, with the bytes of its parameters summed over the
-    /// lanes that hold it.
+    /// lanes that hold it, and the proofs running with it on any lane (each holds its lane's
+    /// copy while it runs).
     fn loaded(&self) -> Vec<LoadedSrs> {
-        let mut sizes: HashMap<String, u64> = HashMap::new();
+        let mut loaded: HashMap<String, LoadedSrs> = HashMap::new();
         for ((_, id), kept) in self
             .resident
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
         {
-            *sizes.entry(id.clone()).or_default() += kept.size_bytes;
+            let srs = loaded.entry(id.clone()).or_insert_with(|| LoadedSrs {
+                circuit_id: id.clone(),
+                size_bytes: 0,
+                in_flight: 0,
+            });
+            srs.size_bytes += kept.size_bytes;
+            // Every holder but this map is a proof running with it.
+            srs.in_flight += (Arc::strong_count(kept) - 1) as u32;
         }
-        let mut loaded: Vec<LoadedSrs> = sizes
-            .into_iter()
-            .map(|(circuit_id, size_bytes)| LoadedSrs {
-                circuit_id,
-                size_bytes,
-            })
-            .collect();
+        let mut loaded: Vec<LoadedSrs> = loaded.into_values().collect();
         loaded.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
         loaded
+    }
+
+    /// What each lane's GPU engine holds in its buffer pool (resident bases, constraint
+    /// matrices, MSM workspaces, pooled vectors): our allocation, not the driver's figure.
+    fn vram_in_use(&self) -> Vec<Option<u64>> {
+        self.engines
+            .iter()
+            .map(|engine| {
+                let gpu = engine.usable_gpu()?;
+                Some(gpu.pool().stats().allocated_bytes)
+            })
+            .collect()
     }
 }

@@ -4,10 +4,14 @@
 //!
 //! - [`scheduler`]: the queue (idempotent request ids, priorities, a bound on pending jobs,
 //!   cancellation, outcomes kept for late awaits) and one worker per lane.
-//! - [`backend`]: what proves: Filecoin's PoRep C2 through wgpu-groth16, parameters resident.
+//! - [`backend`]: what proves: Filecoin's PoRep C2, Winning and Window PoSt and SnapDeals
+//!   through wgpu-groth16, parameters resident; [`circuits`]: the circuit ids naming them.
 //! - [`service`]: the RPCs over the scheduler.
+//! - [`load`]: a load generator, many clients' jobs against a running daemon.
 
 pub mod backend;
+pub mod circuits;
+pub mod load;
 pub mod scheduler;
 pub mod service;
 

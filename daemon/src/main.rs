@@ -1,5 +1,7 @@
-//! `wgpu-groth16-daemon serve`: the proving daemon Curio's `[Cuzk] Address` points at.
+//! `wgpu-groth16-daemon serve`: the proving daemon Curio's `[Cuzk] Address` points at;
+//! `wgpu-groth16-daemon load`: many clients' jobs against one, for throughput and latency.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -12,6 +14,7 @@ use wgpu_groth16::groth16::engine::gpu_disabled_by_env;
 use wgpu_groth16::groth16::ProverEngine;
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16_daemon::backend::FilecoinBackend;
+use wgpu_groth16_daemon::pb::{Priority, ProofKind, SubmitProofRequest};
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -40,6 +43,28 @@ enum Command {
         /// usable GPU, or with BELLMAN_NO_GPU set, one lane on the CPU.
         #[arg(long, default_value_t = 1)]
         gpus: usize,
+    },
+    /// Send a running daemon JOBS POREP_SEAL_COMMIT jobs of one C1 output from CLIENTS
+    /// concurrent clients (one job in flight each) and print proofs a second, wall time,
+    /// latency percentiles (submit to result) and the lanes' busy shares. Exit status 1 if a
+    /// job failed.
+    Load {
+        /// The daemon's address.
+        #[arg(long, default_value = "http://127.0.0.1:9820")]
+        address: String,
+        /// The C1 output (filecoin-proofs-api's JSON or Curio's wrapper), sent as it is.
+        #[arg(long)]
+        c1: PathBuf,
+        /// The miner (actor id) the sector was sealed for.
+        #[arg(long)]
+        miner_id: u64,
+        /// The sector number; needed unless the C1 output is Curio's wrapper.
+        #[arg(long, default_value_t = 0)]
+        sector_id: u64,
+        #[arg(long, default_value_t = 1)]
+        clients: usize,
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
     },
 }
 
@@ -93,42 +118,92 @@ fn open_engines(selector: &AdapterSelector, gpus: usize) -> Result<Vec<Arc<Prove
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
-    let Command::Serve {
-        listen,
-        max_pending,
-        preload,
-        gpus,
-    } = cli.command;
-    let run = || -> Result<(), String> {
-        let selector = cli.device.selector().map_err(|e| e.to_string())?;
-        let engines = open_engines(&selector, gpus)?;
-        let backend = Arc::new(FilecoinBackend::new(engines));
-        for circuit_id in &preload {
-            use wgpu_groth16_daemon::scheduler::Backend;
-            let (_, took) = backend.preload(circuit_id)?;
-            log::info!("{circuit_id} loaded in {:.2?}", took);
-        }
-        let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-        runtime.block_on(async {
-            let listener = tokio::net::TcpListener::bind(&listen)
-                .await
-                .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-            let addr = listener.local_addr().map_err(|e| e.to_string())?;
-            log::info!(
-                "serving cuzk.v1.ProvingEngine on {} ({} pending jobs at most)",
-                wgpu_groth16_daemon::describe(addr),
-                max_pending
-            );
-            wgpu_groth16_daemon::serve(listener, backend, max_pending, shutdown_signal())
-                .await
-                .map_err(|e| e.to_string())
-        })
+    let result = match cli.command {
+        Command::Serve {
+            listen,
+            max_pending,
+            preload,
+            gpus,
+        } => serve(&cli.device, &listen, max_pending, &preload, gpus),
+        Command::Load {
+            address,
+            c1,
+            miner_id,
+            sector_id,
+            clients,
+            jobs,
+        } => load(&address, &c1, miner_id, sector_id, clients, jobs),
     };
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
+    match result {
+        Ok(status) => status,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn serve(
+    device: &DeviceArgs,
+    listen: &str,
+    max_pending: usize,
+    preload: &[String],
+    gpus: usize,
+) -> Result<ExitCode, String> {
+    let selector = device.selector().map_err(|e| e.to_string())?;
+    let engines = open_engines(&selector, gpus)?;
+    let backend = Arc::new(FilecoinBackend::new(engines));
+    for circuit_id in preload {
+        use wgpu_groth16_daemon::scheduler::Backend;
+        let (_, took) = backend.preload(circuit_id)?;
+        log::info!("{circuit_id} loaded in {:.2?}", took);
+    }
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        log::info!(
+            "serving cuzk.v1.ProvingEngine on {} ({} pending jobs at most)",
+            wgpu_groth16_daemon::describe(addr),
+            max_pending
+        );
+        wgpu_groth16_daemon::serve(listener, backend, max_pending, shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the report (with the first failures); status 1 if a job failed.
+fn load(
+    address: &str,
+    c1: &std::path::Path,
+    miner_id: u64,
+    sector_id: u64,
+    clients: usize,
+    jobs: usize,
+) -> Result<ExitCode, String> {
+    let vanilla_proof =
+        std::fs::read(c1).map_err(|e| format!("cannot read {}: {e}", c1.display()))?;
+    let job = SubmitProofRequest {
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        priority: Priority::Normal as i32,
+        vanilla_proof,
+        sector_number: sector_id,
+        miner_id,
+        ..Default::default()
+    };
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let report = runtime.block_on(wgpu_groth16_daemon::load::run(address, job, clients, jobs))?;
+    print!("{report}");
+    if report.failures.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    Err(format!(
+        "{} of {} jobs failed",
+        report.failures.len(),
+        report.jobs()
+    ))
 }

@@ -8,12 +8,12 @@
 //! ([`crate::backend::FilecoinBackend`]); the queue does not know what a proof is.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
+use wgpu_groth16::groth16::CancelToken;
 
 use crate::pb::await_proof_response::Status;
 use crate::pb::{AwaitProofResponse, Priority, ProofKind, SubmitProofRequest};
@@ -37,7 +37,6 @@ pub struct Proved {
 #[derive(Clone, Debug, Default)]
 pub struct Lane {
     pub name: String,
-    pub vram_total_bytes: u64,
 }
 
 /// A parameter set the backend holds.
@@ -45,6 +44,8 @@ pub struct Lane {
 pub struct LoadedSrs {
     pub circuit_id: String,
     pub size_bytes: u64,
+    /// Proofs running with it.
+    pub in_flight: u32,
 }
 
 /// What proves: the queue hands it one job at a time per lane.
@@ -52,14 +53,14 @@ pub trait Backend: Send + Sync + 'static {
     /// The lanes jobs run on; one worker thread each.
     fn lanes(&self) -> Vec<Lane>;
 
-    /// Proves `request` on `lane`. `cancelled` turns true if the job is cancelled while it
-    /// runs: a backend may stop early (its result is dropped either way). An error is the
-    /// job's `error_message`.
+    /// Proves `request` on `lane`. `cancel` is cancelled if the job is cancelled while it
+    /// runs: the backend should stop soon, so that the lane takes its next job (its result
+    /// is dropped either way). An error is the job's `error_message`.
     fn prove(
         &self,
         request: &SubmitProofRequest,
         lane: usize,
-        cancelled: &AtomicBool,
+        cancel: &CancelToken,
     ) -> Result<Proved, String>;
 
     /// Loads a parameter set; whether it already was, and the time it took.
@@ -70,6 +71,12 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The parameter sets held now.
     fn loaded(&self) -> Vec<LoadedSrs>;
+
+    /// Device memory each lane holds now by the backend's own accounting; `None` where it
+    /// does not know (a lane on the CPU, a backend that does not count).
+    fn vram_in_use(&self) -> Vec<Option<u64>> {
+        vec![None; self.lanes().len()]
+    }
 }
 
 /// Why a submission was refused.
@@ -99,7 +106,7 @@ struct Job {
     request: Arc<SubmitProofRequest>,
     submitted: Instant,
     phase: Phase,
-    cancelled: Arc<AtomicBool>,
+    cancel: CancelToken,
     outcome: watch::Sender<Option<AwaitProofResponse>>,
 }
 
@@ -250,7 +257,7 @@ impl Scheduler {
                 request: Arc::new(request),
                 submitted: Instant::now(),
                 phase: Phase::Pending(key),
-                cancelled: Arc::new(AtomicBool::new(false)),
+                cancel: CancelToken::new(),
                 outcome: watch::channel(None).0,
             },
         );
@@ -305,8 +312,8 @@ impl Scheduler {
         done.unwrap_or_else(unknown)
     }
 
-    /// Cancels a job: a pending one leaves the queue, a running one is told to stop and its
-    /// result is dropped. Whether it was running; `None` for an unknown job.
+    /// Cancels a job: a pending one leaves the queue, a running one is told to stop (its
+    /// lane is free once the backend stops) and its result is dropped. Whether it was running; `None` for an unknown job.
     pub fn cancel(&self, job_id: &str) -> Option<bool> {
         let mut state = self.inner.lock();
         let was_running = match &state.jobs.get(job_id)?.phase {
@@ -319,7 +326,7 @@ impl Scheduler {
             }
         };
         let job = state.jobs.get_mut(job_id)?;
-        job.cancelled.store(true, Ordering::SeqCst);
+        job.cancel.cancel();
         let total = job.submitted.elapsed();
         job.phase = Phase::Finished;
         job.outcome.send_replace(Some(AwaitProofResponse {
@@ -427,7 +434,7 @@ fn millis(duration: Duration) -> u64 {
 /// A lane's worker: the next job by priority, proved, its outcome published.
 fn work(inner: &Inner, lane: usize) {
     loop {
-        let (job_id, request, cancelled, queued) = {
+        let (job_id, request, cancel, queued) = {
             let mut state = inner.lock();
             let key = loop {
                 if state.shutting_down {
@@ -445,14 +452,14 @@ fn work(inner: &Inner, lane: usize) {
             (
                 key.job_id,
                 job.request.clone(),
-                job.cancelled.clone(),
+                job.cancel.clone(),
                 job.submitted.elapsed(),
             )
         };
         let started = Instant::now();
         // A panic in the backend fails this job, not the daemon.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            inner.backend.prove(&request, lane, &cancelled)
+            inner.backend.prove(&request, lane, &cancel)
         }))
         .unwrap_or_else(|_| Err("the prover panicked on this job".into()));
         let ran = started.elapsed();
@@ -460,7 +467,7 @@ fn work(inner: &Inner, lane: usize) {
         let Some(job) = state.jobs.get_mut(&job_id) else {
             continue;
         };
-        if cancelled.load(Ordering::SeqCst) {
+        if cancel.is_cancelled() {
             // Cancelled while it ran: its outcome is already out.
             continue;
         }

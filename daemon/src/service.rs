@@ -99,6 +99,7 @@ impl ProvingEngine for Service {
         _: Request<GetStatusRequest>,
     ) -> Result<Response<GetStatusResponse>, Status> {
         let counters = self.scheduler.counters();
+        let vram_in_use = self.scheduler.backend().vram_in_use();
         let gpus = self
             .scheduler
             .lanes()
@@ -109,10 +110,12 @@ impl ProvingEngine for Service {
                 GpuStatus {
                     ordinal: ordinal as u32,
                     name: lane.lane.name,
-                    vram_total_bytes: lane.lane.vram_total_bytes,
-                    vram_free_bytes: 0,
+                    // Neither is known: wgpu tells no device memory size.
+                    vram_total_bytes: None,
+                    vram_free_bytes: None,
                     current_job_id,
                     current_proof_kind,
+                    vram_used_bytes: vram_in_use.get(ordinal).copied().flatten(),
                 }
             })
             .collect();
@@ -125,7 +128,7 @@ impl ProvingEngine for Service {
                 circuit_id: srs.circuit_id,
                 tier: Tier::Hot as i32,
                 size_bytes: srs.size_bytes,
-                ref_count: 0,
+                ref_count: srs.in_flight,
             })
             .collect();
         let queues = self
@@ -145,8 +148,9 @@ impl ProvingEngine for Service {
             total_proofs_completed: counters.completed,
             total_proofs_failed: counters.failed,
             uptime_seconds: self.scheduler.uptime().as_secs(),
-            pinned_memory_bytes: 0,
-            pinned_memory_limit_bytes: 0,
+            // Staging host memory is not tracked.
+            pinned_memory_bytes: None,
+            pinned_memory_limit_bytes: None,
         }))
     }
 
@@ -261,6 +265,20 @@ impl Service {
                 .iter()
                 .map(|(kind, (count, _))| (label(kind), *count as f64))
                 .collect::<Vec<_>>(),
+        );
+        let vram: Vec<(String, f64)> = self
+            .scheduler
+            .backend()
+            .vram_in_use()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(lane, bytes)| Some((format!("{{lane=\"{lane}\"}}"), bytes? as f64)))
+            .collect();
+        metric(
+            "wgpu_groth16_vram_used_bytes",
+            "gauge",
+            "Device memory each GPU lane's engine holds by its own accounting (not the driver's).",
+            &vram,
         );
         metric(
             "wgpu_groth16_uptime_seconds",

@@ -2,34 +2,110 @@
 //! from the same `.proto`. The queue's behaviour runs against a backend whose jobs wait
 //! for the test to let them finish; bad payloads run against the Filecoin backend itself.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use tonic::transport::Channel;
-use wgpu_groth16::groth16::ProverEngine;
+use wgpu_groth16::groth16::batch::prove_batch_across;
+use wgpu_groth16::groth16::engine::ResidentParams;
+use wgpu_groth16::groth16::synthesis::synthesize;
+use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters};
 use wgpu_groth16_daemon::backend::{Comparison, FilecoinBackend};
+use wgpu_groth16_daemon::load;
 use wgpu_groth16_daemon::pb::await_proof_response::Status;
 use wgpu_groth16_daemon::pb::proving_engine_client::ProvingEngineClient;
 use wgpu_groth16_daemon::pb::*;
 use wgpu_groth16_daemon::scheduler::{Backend, Lane, LoadedSrs, Proved};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
+use wgpu_groth16_filecoin::post::PostJob;
 use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
 #[path = "../../filecoin/tests/common/mod.rs"]
 mod common;
 
-/// Proves by returning the payload reversed, once the test opens the gate; records the
-/// order jobs started in.
+/// Proves by returning the payload reversed, once the test opens the gate, and reports
+/// `compute` as its GPU time; records the order jobs started in. A job whose payload is
+/// [`SLOW`] first runs `slow`'s batch.
 #[derive(Default)]
 struct Gate {
     open: Mutex<bool>,
     changed: Condvar,
     started: Mutex<Vec<String>>,
+    compute: Duration,
+    slow: Option<SlowBatch>,
+}
+
+const SLOW: &[u8] = b"slow";
+
+/// A circuit of one constraint whose synthesis takes `delay`, and counts itself in `done`.
+#[derive(Clone)]
+struct Slow {
+    delay: Duration,
+    done: Arc<AtomicUsize>,
+}
+
+impl Circuit<Scalar> for Slow {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        std::thread::sleep(self.delay);
+        let x = cs.alloc(|| "x", || Ok(Scalar::ONE))?;
+        cs.enforce(|| "x * x = x", |lc| lc + x, |lc| lc + x, |lc| lc + x);
+        self.done.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A batch of [`Slow`] circuits through the batch pipeline on the CPU, with the job's
+/// cancel token; the circuits synthesized, and how each batch ended ("proved", or the
+/// error).
+struct SlowBatch {
+    prover: Prover,
+    circuit: Slow,
+    circuits: usize,
+    ended: Mutex<Vec<String>>,
+}
+
+impl SlowBatch {
+    fn new(circuits: usize, delay: Duration) -> Self {
+        let circuit = Slow {
+            delay,
+            done: Arc::default(),
+        };
+        let shape = synthesize(Slow {
+            delay: Duration::ZERO,
+            done: Arc::default(),
+        })
+        .unwrap()
+        .shape();
+        let params = ProvingParameters::random_for_shape(&shape, 1);
+        SlowBatch {
+            prover: Prover::with_engine(params, Arc::new(ProverEngine::cpu()), None).unwrap(),
+            circuit,
+            circuits,
+            ended: Mutex::default(),
+        }
+    }
+
+    fn synthesized(&self) -> usize {
+        self.circuit.done.load(Ordering::SeqCst)
+    }
+
+    fn prove(&self, cancel: &CancelToken) -> Result<(), String> {
+        let circuits = vec![self.circuit.clone(); self.circuits];
+        let ones = vec![Scalar::ONE; self.circuits];
+        let provers = std::slice::from_ref(&self.prover);
+        let result = prove_batch_across(provers, circuits, &ones, &ones, cancel);
+        let ended = result
+            .as_ref()
+            .map_or_else(|e| e.to_string(), |_| "proved".into());
+        self.ended.lock().unwrap().push(ended);
+        result.map(drop).map_err(|e| e.to_string())
+    }
 }
 
 impl Gate {
@@ -47,7 +123,6 @@ impl Backend for Gate {
     fn lanes(&self) -> Vec<Lane> {
         vec![Lane {
             name: "gate".into(),
-            vram_total_bytes: 0,
         }]
     }
 
@@ -55,7 +130,7 @@ impl Backend for Gate {
         &self,
         request: &SubmitProofRequest,
         _lane: usize,
-        cancelled: &AtomicBool,
+        cancel: &CancelToken,
     ) -> Result<Proved, String> {
         self.started
             .lock()
@@ -63,7 +138,7 @@ impl Backend for Gate {
             .push(request.request_id.clone());
         let mut open = self.open.lock().unwrap();
         while !*open {
-            if cancelled.load(Ordering::SeqCst) {
+            if cancel.is_cancelled() {
                 return Err("cancelled".into());
             }
             open = self
@@ -72,10 +147,15 @@ impl Backend for Gate {
                 .unwrap()
                 .0;
         }
+        drop(open);
+        if let (SLOW, Some(slow)) = (request.vanilla_proof.as_slice(), &self.slow) {
+            slow.prove(cancel)?;
+        }
         let mut proof = request.vanilla_proof.clone();
         proof.reverse();
         Ok(Proved {
             proof,
+            gpu_compute: self.compute,
             ..Default::default()
         })
     }
@@ -99,7 +179,7 @@ fn start(
     backend: Arc<dyn Backend>,
     max_pending: usize,
 ) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>) {
-    let (runtime, client, _) = start_stoppable(backend, max_pending);
+    let (runtime, client, _, _) = start_stoppable(backend, max_pending);
     (runtime, client)
 }
 
@@ -109,16 +189,21 @@ type Stop = (
     tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
 );
 
-/// [`start`], and what stops that daemon.
+/// [`start`], the daemon's address, and what stops it.
 fn start_stoppable(
     backend: Arc<dyn Backend>,
     max_pending: usize,
-) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>, Stop) {
+) -> (
+    tokio::runtime::Runtime,
+    ProvingEngineClient<Channel>,
+    String,
+    Stop,
+) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (client, server) = runtime.block_on(async {
+    let (client, address, server) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
         let server = tokio::spawn(wgpu_groth16_daemon::serve(
             listener,
             backend,
@@ -130,12 +215,10 @@ fn start_stoppable(
                 }
             },
         ));
-        let client = ProvingEngineClient::connect(format!("http://{addr}"))
-            .await
-            .unwrap();
-        (client, server)
+        let client = ProvingEngineClient::connect(address.clone()).await.unwrap();
+        (client, address, server)
     });
-    (runtime, client, (stop, server))
+    (runtime, client, address, (stop, server))
 }
 
 /// Stopping the daemon cancels the pending jobs (whose awaits return at once) and lets the
@@ -143,7 +226,7 @@ fn start_stoppable(
 #[test]
 fn a_stop_cancels_pending_jobs_and_finishes_the_running_one() {
     let gate = Arc::new(Gate::default());
-    let (runtime, mut client, (stop, server)) = start_stoppable(gate.clone(), 4);
+    let (runtime, mut client, _, (stop, server)) = start_stoppable(gate.clone(), 4);
     runtime.block_on(async {
         let running = hold_the_lane(&mut client, &gate, "running", b"run").await;
         let pending = submit(&mut client, job("pending", Priority::Normal, b"wait")).await;
@@ -220,6 +303,14 @@ async fn prove(
         .into_inner()
         .result
         .unwrap()
+}
+
+async fn get_status(client: &mut ProvingEngineClient<Channel>) -> GetStatusResponse {
+    client
+        .get_status(GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner()
 }
 
 async fn wait(
@@ -330,14 +421,21 @@ fn the_queue_keeps_its_promises_over_the_wire() {
         let proved = prove(&mut client, job("direct", Priority::High, b"abc")).await;
         assert_eq!(proved.proof, b"cba");
 
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         assert_eq!(status.total_proofs_completed, 3);
         assert_eq!(status.gpus.len(), 1);
         assert_eq!(status.gpus[0].name, "gate");
+        // What the daemon does not know is left out, not zero.
+        let gpu = &status.gpus[0];
+        assert_eq!(
+            (
+                gpu.vram_total_bytes,
+                gpu.vram_free_bytes,
+                gpu.vram_used_bytes
+            ),
+            (None, None, None)
+        );
+        assert_eq!(status.pinned_memory_bytes, None);
         let metrics = client
             .get_metrics(GetMetricsRequest {})
             .await
@@ -367,6 +465,110 @@ fn the_queue_keeps_its_promises_over_the_wire() {
     });
 }
 
+/// Cancelling a running job stops its batch between circuits: the lane takes the next job
+/// while the cancelled batch has synthesized less than half its circuits (so before it
+/// would have finished), and the batch ends with the prover's cancellation error.
+#[test]
+fn cancelling_a_running_job_frees_its_lane_promptly() {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let circuits = 16 * threads;
+    let gate = Arc::new(Gate {
+        slow: Some(SlowBatch::new(circuits, Duration::from_millis(50))),
+        ..Default::default()
+    });
+    gate.open();
+    let slow = gate.slow.as_ref().unwrap();
+    let (runtime, mut client) = start(gate.clone(), 4);
+    runtime.block_on(async {
+        // Not cancelled, a slow job synthesizes every circuit of its batch.
+        let whole = prove(&mut client, job("whole", Priority::Normal, SLOW)).await;
+        assert_eq!(
+            whole.status,
+            Status::Completed as i32,
+            "{}",
+            whole.error_message
+        );
+        assert_eq!(slow.synthesized(), circuits);
+
+        // Cancelled a quarter of the way through its batch.
+        let cancelled = submit(&mut client, job("cancelled", Priority::Normal, SLOW)).await;
+        while slow.synthesized() < circuits + circuits / 4 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let cancel = client
+            .cancel_proof(CancelProofRequest {
+                job_id: cancelled.job_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(cancel.was_running);
+        // One lane: the next job runs once the cancelled one has left it.
+        let next = prove(&mut client, job("next", Priority::Normal, b"next")).await;
+        assert_eq!(next.proof, b"txen");
+        let before_next = slow.synthesized() - circuits;
+        assert!(
+            before_next < circuits / 2,
+            "the cancelled batch synthesized {before_next} of {circuits} circuits"
+        );
+        assert_eq!(
+            wait(&mut client, &cancelled.job_id, 0).await.status,
+            Status::Cancelled as i32
+        );
+        assert_eq!(
+            *slow.ended.lock().unwrap(),
+            [
+                "proved".to_string(),
+                wgpu_groth16::Error::Cancelled.to_string()
+            ]
+        );
+    });
+}
+
+/// The load generator over the wire: every job of every client is counted once, under a
+/// request id of its own run (a second run against the same daemon makes new jobs), the GPU
+/// time it sums is the backend's, and its percentiles are in order within the wall time.
+#[test]
+fn the_load_generator_counts_each_job_of_each_run_once() {
+    let compute = Duration::from_millis(3);
+    let gate = Arc::new(Gate {
+        compute,
+        ..Default::default()
+    });
+    gate.open();
+    let (runtime, mut client, address, _) = start_stoppable(gate.clone(), 8);
+    runtime.block_on(async {
+        let template = job("", Priority::Normal, b"load");
+        let first = load::run(&address, template.clone(), 4, 10).await.unwrap();
+        let second = load::run(&address, template, 2, 5).await.unwrap();
+        for (report, jobs, clients) in [(&first, 10, 4), (&second, 5, 2)] {
+            assert_eq!(
+                (report.completed(), report.failures.len()),
+                (jobs, 0),
+                "{report}"
+            );
+            assert_eq!((report.clients, report.lanes), (clients, 1));
+            assert_eq!(report.gpu_compute, compute * jobs as u32);
+            let percentiles = [50.0, 90.0, 99.0].map(|p| report.latency_percentile(p).unwrap());
+            assert!(percentiles.is_sorted(), "{report}");
+            assert_eq!(report.latencies.last(), report.latencies.iter().max());
+            assert!(report.latencies.iter().all(|l| *l <= report.wall));
+            let rate = jobs as f64 / report.wall.as_secs_f64();
+            assert!((report.proofs_per_second() - rate).abs() < 1e-9);
+        }
+        let started = gate.started();
+        let distinct: std::collections::HashSet<_> = started.iter().collect();
+        assert_eq!((started.len(), distinct.len()), (15, 15), "{started:?}");
+        let status = get_status(&mut client).await;
+        assert_eq!(status.total_proofs_completed, 15);
+
+        let nobody = load::run("http://127.0.0.1:1", job("", Priority::Normal, b""), 1, 1)
+            .await
+            .unwrap_err();
+        assert!(nobody.contains("cannot reach"), "{nobody}");
+    });
+}
+
 /// What the Filecoin backend cannot prove fails that job with a message, and the daemon
 /// goes on serving.
 #[test]
@@ -387,15 +589,41 @@ fn bad_jobs_fail_alone() {
         assert_eq!(bad_base64.status, Status::Failed as i32);
         assert!(!bad_base64.error_message.is_empty());
 
-        let mut post = job("c", Priority::Critical, b"");
-        post.proof_kind = ProofKind::WinningPost as i32;
-        let unsupported = prove(&mut client, post).await;
-        assert_eq!(unsupported.status, Status::Failed as i32);
-        assert!(
-            unsupported.error_message.contains("WINNING_POST"),
-            "{}",
-            unsupported.error_message
-        );
+        // A malformed payload of every other kind, each failing with what is wrong.
+        let of_kind = |id: &str, kind: ProofKind, registered_proof: u64| SubmitProofRequest {
+            proof_kind: kind as i32,
+            registered_proof,
+            randomness: vec![1; 32],
+            vanilla_proofs: vec![b"junk".to_vec()],
+            comm_r_old: vec![2; 32],
+            comm_r_new: vec![3; 32],
+            comm_d_new: vec![4; 32],
+            ..job(id, Priority::Critical, b"")
+        };
+        let winning = of_kind("c", ProofKind::WinningPost, 0);
+        let window = SubmitProofRequest {
+            randomness: vec![1; 31],
+            ..of_kind("d", ProofKind::WindowPostPartition, 10)
+        };
+        let snap = SubmitProofRequest {
+            comm_r_new: vec![3; 8],
+            ..of_kind("e", ProofKind::SnapDealsUpdate, 0)
+        };
+        let unspecified = of_kind("f", ProofKind::Unspecified, 0);
+        for (request, why) in [
+            (winning, "not a FallbackPoStSectorProof"),
+            (window, "randomness must be 32 bytes, not 31"),
+            (snap, "comm_r_new must be 32 bytes, not 8"),
+            (unspecified, "unknown proof kind 0"),
+        ] {
+            let failed = prove(&mut client, request).await;
+            assert_eq!(failed.status, Status::Failed as i32);
+            assert!(
+                failed.error_message.contains(why),
+                "{}",
+                failed.error_message
+            );
+        }
 
         let unknown_circuit = client
             .evict_srs(EvictSrsRequest {
@@ -405,14 +633,10 @@ fn bad_jobs_fail_alone() {
             .unwrap_err();
         assert_eq!(unknown_circuit.code(), tonic::Code::FailedPrecondition);
 
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         assert_eq!(
             (status.total_proofs_completed, status.total_proofs_failed),
-            (0, 3)
+            (0, 6)
         );
         assert!(status.loaded_srs.is_empty());
     });
@@ -421,7 +645,8 @@ fn bad_jobs_fail_alone() {
 /// A real 2 KiB PoRep C2 (a sector sealed in the test, Curio's wrapper around its C1 output)
 /// sent over the wire twice: both proofs equal bellperson's on the same circuits, random-point
 /// parameters and r, s; the parameters load for the first only; a job for another miner
-/// fails alone; eviction frees them.
+/// fails alone; a cancelled job stops in the batch pipeline; while a proof runs its
+/// parameter set counts it; eviction frees them.
 #[test]
 fn a_2kib_c2_over_the_wire_equals_bellperson() {
     use base64::Engine as _;
@@ -441,14 +666,18 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         )
         .unwrap();
     let expected = proofs_to_bytes(&theirs).unwrap();
+    let params_bytes = ResidentParams::bytes(&params);
     let comparison = Comparison {
         circuit_id: "porep-2k".into(),
         params,
         r,
         s,
     };
-    let backend = FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison);
-    let (runtime, mut client) = start(Arc::new(backend), 4);
+    let backend = Arc::new(FilecoinBackend::comparing(
+        vec![Arc::new(ProverEngine::cpu())],
+        comparison,
+    ));
+    let (runtime, mut client) = start(backend.clone(), 4);
     let phase1 = serde_json::to_vec(&sealed.phase1).unwrap();
     let payload = serde_json::to_vec(&serde_json::json!({
         "SectorNum": common::SECTOR_ID,
@@ -479,7 +708,20 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             "our proof differs from bellperson's"
         );
         assert!(first.total_ms >= first.synthesis_ms.max(first.srs_load_ms));
-        let second = prove(&mut client, request("c2-2", common::MINER_ID)).await;
+        // While a proof runs, its parameter set counts it.
+        let second = submit(&mut client, request("c2-2", common::MINER_ID)).await;
+        let in_flight = loop {
+            let status = get_status(&mut client).await;
+            if let Some(srs) = status.loaded_srs.iter().find(|s| s.ref_count > 0) {
+                break Some(srs.ref_count);
+            }
+            if status.total_proofs_completed == 2 {
+                break None;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert_eq!(in_flight, Some(1), "the running proof was not counted");
+        let second = wait(&mut client, &second.job_id, 0).await;
         assert!(second.proof == expected);
         assert_eq!(second.srs_load_ms, 0, "the parameters stayed loaded");
 
@@ -491,21 +733,31 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             other_miner.error_message
         );
 
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         let loaded: Vec<_> = status
             .loaded_srs
             .iter()
             .map(|s| s.circuit_id.as_str())
             .collect();
         assert_eq!(loaded, ["porep-2k"]);
+        let srs = &status.loaded_srs[0];
+        assert_eq!((srs.size_bytes, srs.ref_count), (params_bytes, 0));
+        assert_eq!(
+            status.gpus[0].vram_used_bytes, None,
+            "a CPU lane holds no VRAM"
+        );
         assert_eq!(
             (status.total_proofs_completed, status.total_proofs_failed),
             (2, 1)
         );
+
+        // A job's cancel token reaches the batch pipeline through the Filecoin proving.
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let stopped = backend
+            .prove(&request("c2-4", common::MINER_ID), 0, &cancel)
+            .unwrap_err();
+        assert_eq!(stopped, wgpu_groth16::Error::Cancelled.to_string());
         let evicted = client
             .evict_srs(EvictSrsRequest {
                 circuit_id: "porep-2k".into(),
@@ -514,12 +766,76 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             .unwrap()
             .into_inner();
         assert!(evicted.was_loaded);
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         assert!(status.loaded_srs.is_empty());
+    });
+}
+
+/// A Winning PoSt of the 2 KiB sector (its vanilla proof made as Curio makes it) sent over the
+/// wire: the proof equals bellperson's on the same circuit, random-point parameters and r, s,
+/// the parameters resident as "winning-2k"; a job naming another sector size fails alone.
+#[test]
+fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
+    let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1;
+    let randomness = common::randomness(41);
+    let vanilla = common::post_vanilla(proof, &randomness);
+    let post = PostJob::winning(
+        proof,
+        randomness,
+        common::sealed().prover_id,
+        vanilla.clone(),
+    )
+    .unwrap();
+    let params = common::params_for(&post, 41);
+    let mut rng = ChaCha20Rng::seed_from_u64(42);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let theirs = post
+        .prove_with_bellperson(&params.to_bellperson(), &[r], &[s])
+        .unwrap();
+    let expected = proofs_to_bytes(&theirs).unwrap();
+    let comparison = Comparison {
+        circuit_id: "winning-2k".into(),
+        params,
+        r,
+        s,
+    };
+    let backend = FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison);
+    let (runtime, mut client) = start(Arc::new(backend), 4);
+    let request = |request_id: &str, sector_size: u64| SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::WinningPost as i32,
+        sector_size,
+        // Curio's number of StackedDrgWinning2KiBV1.
+        registered_proof: 0,
+        priority: Priority::Critical as i32,
+        vanilla_proofs: vanilla.clone(),
+        miner_id: common::MINER_ID,
+        randomness: randomness.to_vec(),
+        ..Default::default()
+    };
+    runtime.block_on(async {
+        let done = prove(&mut client, request("winning", 2048)).await;
+        assert_eq!(
+            done.status,
+            Status::Completed as i32,
+            "{}",
+            done.error_message
+        );
+        assert!(
+            done.proof == expected,
+            "our proof differs from bellperson's"
+        );
+        let loaded = get_status(&mut client).await.loaded_srs;
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].circuit_id, "winning-2k");
+
+        let other_size = prove(&mut client, request("other", 32 << 30)).await;
+        assert_eq!(other_size.status, Status::Failed as i32);
+        assert!(
+            other_size.error_message.contains("sector_size"),
+            "{}",
+            other_size.error_message
+        );
     });
 }
 
@@ -558,13 +874,39 @@ fn the_binary_serves_and_stops_on_sigterm() {
             .unwrap();
         let failed = prove(&mut client, job("bad", Priority::Normal, b"[]")).await;
         assert_eq!(failed.status, Status::Failed as i32);
-        let status = client
-            .get_status(GetStatusRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let status = get_status(&mut client).await;
         assert_eq!(status.total_proofs_failed, 1);
         assert_eq!(status.gpus.len(), 1);
+    });
+    // The load subcommand against it: jobs that fail are counted and fail the run.
+    let c1 = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(c1.path(), b"[]").unwrap();
+    let loaded = Command::new(env!("CARGO_BIN_EXE_wgpu-groth16-daemon"))
+        .args([
+            "load",
+            "--address",
+            &format!("http://{addr}"),
+            "--miner-id",
+            "1000",
+        ])
+        .args(["--clients", "2", "--jobs", "3", "--c1"])
+        .arg(c1.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&loaded.stdout),
+        String::from_utf8_lossy(&loaded.stderr),
+    );
+    assert_eq!(loaded.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("completed: 0, failed: 3"), "{stdout}");
+    assert!(stdout.contains("vanilla_proof"), "{stdout}");
+    assert!(stderr.contains("3 of 3 jobs failed"), "{stderr}");
+    runtime.block_on(async {
+        let mut client = ProvingEngineClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        let status = get_status(&mut client).await;
+        assert_eq!(status.total_proofs_failed, 4);
     });
     // SAFETY: a plain signal to the child this test started.
     let sent = unsafe { libc::kill(daemon.id() as libc::pid_t, libc::SIGTERM) };

@@ -15,7 +15,7 @@ use wgpu_groth16::cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16::cli::prove::{open_engine, vram_budget};
 use wgpu_groth16::cli::{memory, software_adapter_note, CliError, DeviceArgs};
 use wgpu_groth16::groth16::precompiled::Origin;
-use wgpu_groth16::groth16::{BatchProgress, Checked, ProvingParameters};
+use wgpu_groth16::groth16::{BatchProgress, CancelToken, Checked, ProvingParameters};
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16_filecoin::c1::{parse_prover_id, prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
@@ -205,7 +205,8 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     });
     let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
     let (rs, ss) = (draw(), draw());
-    let (proofs, synthesis, _) = commit.prove_partitions_reporting(&prover, matrices, &rs, &ss)?;
+    let (proofs, synthesis, _) =
+        commit.prove_partitions_reporting(&prover, matrices, &rs, &ss, &CancelToken::new())?;
     let synthesis = match (matrices_ready, synthesis) {
         (Some(first), SynthesisPath::Matrices { origin: None, .. }) => first,
         (_, synthesis) => synthesis,

@@ -12,9 +12,9 @@ use rayon::prelude::*;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::parameter_cache::ParameterSetMetadata;
 use storage_proofs_core::proof::ProofScheme;
-use wgpu_groth16::groth16::batch::prove_batch_precompiled_across;
+use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_precompiled_across};
 use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, WitnessRun};
-use wgpu_groth16::groth16::{ProveReport, Prover};
+use wgpu_groth16::groth16::{CancelToken, ProveReport, Prover};
 
 use crate::matrices::{MatricesCache, SynthesisPath};
 use crate::params::ParamsFiles;
@@ -87,8 +87,9 @@ pub trait ProofJob {
         rs: &[Scalar],
         ss: &[Scalar],
     ) -> Result<Vec<Proof<Bls12>>> {
+        let never = CancelToken::new();
         Ok(self
-            .prove_partitions_reporting(prover, MatricesCache::by_default(), rs, ss)?
+            .prove_partitions_reporting(prover, MatricesCache::by_default(), rs, ss, &never)?
             .0)
     }
 
@@ -97,18 +98,22 @@ pub trait ProofJob {
     /// the batch took ([`ProveReport`], summed over the partitions). Matrices that cannot
     /// be had, or that the witness check finds the circuits differ from, leave full
     /// synthesis to prove them (with a warning): a proof is never made from wrong ones.
+    /// Once `cancel` is cancelled the batch stops between partitions with
+    /// [`wgpu_groth16::Error::Cancelled`].
     fn prove_partitions_reporting(
         &self,
         prover: &Prover,
         matrices: Option<&MatricesCache>,
         rs: &[Scalar],
         ss: &[Scalar],
+        cancel: &CancelToken,
     ) -> Result<(Vec<Proof<Bls12>>, SynthesisPath, ProveReport)> {
         struct ProveRecorded<'a> {
             prover: &'a Prover,
             matrices: &'a Arc<ConstraintMatrices>,
             rs: &'a [Scalar],
             ss: &'a [Scalar],
+            cancel: &'a CancelToken,
         }
         impl PartitionWitnesses for ProveRecorded<'_> {
             type Output = (Vec<Proof<Bls12>>, ProveReport);
@@ -120,6 +125,7 @@ pub trait ProofJob {
                     self.matrices,
                     self.rs,
                     self.ss,
+                    self.cancel,
                 )?)
             }
         }
@@ -127,11 +133,19 @@ pub trait ProofJob {
             prover: &'a Prover,
             rs: &'a [Scalar],
             ss: &'a [Scalar],
+            cancel: &'a CancelToken,
         }
         impl PartitionCircuits for ProveFull<'_> {
             type Output = (Vec<Proof<Bls12>>, ProveReport);
             fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output> {
-                Ok(self.prover.prove_batch_report(circuits, self.rs, self.ss)?)
+                let provers = std::slice::from_ref(self.prover);
+                Ok(prove_batch_across(
+                    provers,
+                    circuits,
+                    self.rs,
+                    self.ss,
+                    self.cancel,
+                )?)
             }
         }
         if rs.len() != self.partitions() || ss.len() != self.partitions() {
@@ -156,6 +170,7 @@ pub trait ProofJob {
                     matrices: &matrices,
                     rs,
                     ss,
+                    cancel,
                 };
                 // A partition's witness in as many parts as there are threads: a batch's
                 // partitions share them.
@@ -176,7 +191,12 @@ pub trait ProofJob {
             log::warn!("{why}: proving by full synthesis");
         }
         let (proofs, report) = self
-            .with_circuits(ProveFull { prover, rs, ss })
+            .with_circuits(ProveFull {
+                prover,
+                rs,
+                ss,
+                cancel,
+            })
             .map_err(params_error)?;
         Ok((proofs, SynthesisPath::Full { why }, report))
     }

@@ -29,7 +29,7 @@ use storage_proofs_porep::stacked::{
     self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg,
 };
 use wgpu_groth16::groth16::precompiled::CircuitParts;
-use wgpu_groth16::groth16::{ParamsShape, ProveReport, Prover};
+use wgpu_groth16::groth16::{CancelToken, ParamsShape, ProveReport, Prover};
 
 use crate::error::sector_size_name;
 use crate::job::{
@@ -222,16 +222,18 @@ impl ProofJob for SealCommit {
 /// output, prove its partitions with `prover` (holding this proof's parameters), and
 /// return the proof bytes only once `verify_seal` accepts them.
 pub fn seal_commit_phase2(commit: &SealCommit, prover: &Prover) -> Result<Vec<u8>> {
-    Ok(seal_commit_phase2_reporting(commit, prover, MatricesCache::by_default())?.0)
+    let never = CancelToken::new();
+    Ok(seal_commit_phase2_reporting(commit, prover, MatricesCache::by_default(), &never)?.0)
 }
 
 /// [`seal_commit_phase2`] with the constraint matrices of `matrices` (full synthesis
 /// without), how the partitions were synthesized, and the time each step took (summed over
-/// the partitions).
+/// the partitions); stopped between partitions once `cancel` is cancelled.
 pub fn seal_commit_phase2_reporting(
     commit: &SealCommit,
     prover: &Prover,
     matrices: Option<&MatricesCache>,
+    cancel: &CancelToken,
 ) -> Result<(Vec<u8>, SynthesisPath, ProveReport)> {
     commit.check_vanilla_proofs()?;
     let draw = || -> Vec<Scalar> {
@@ -240,7 +242,8 @@ pub fn seal_commit_phase2_reporting(
             .collect()
     };
     let (rs, ss) = (draw(), draw());
-    let (proofs, path, report) = commit.prove_partitions_reporting(prover, matrices, &rs, &ss)?;
+    let (proofs, path, report) =
+        commit.prove_partitions_reporting(prover, matrices, &rs, &ss, cancel)?;
     let bytes = commit.proof_bytes(&proofs)?;
     commit.verify(&bytes)?;
     Ok((bytes, path, report))

@@ -19,6 +19,7 @@ use wgpu_groth16::cli::prove::open_engine;
 use wgpu_groth16::cli::{CliError, DeviceArgs};
 use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, Origin, WitnessRun};
 use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
+use wgpu_groth16::groth16::CancelToken;
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
 use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
@@ -308,7 +309,8 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
             true => None,
             false => MatricesCache::by_default(),
         };
-        let (proof, synthesis, _) = seal_commit_phase2_reporting(&commit, &prover, matrices)?;
+        let (proof, synthesis, _) =
+            seal_commit_phase2_reporting(&commit, &prover, matrices, &CancelToken::new())?;
         let took = t.elapsed();
         let params = match (run, ready.get()) {
             (0, Some(r)) => format!("{:.2} (checked {:?})", r.read.as_secs_f64(), r.checked),

@@ -6,53 +6,17 @@
 
 mod common;
 
-use filecoin_proofs_api::post::{
-    generate_fallback_sector_challenges, generate_single_vanilla_proof,
-};
+use common::{post_vanilla, randomness};
 use filecoin_proofs_api::seal::add_piece;
 use filecoin_proofs_api::update::{empty_sector_update_encode_into, generate_partition_proofs};
 use filecoin_proofs_api::{
-    PaddedBytesAmount, PrivateReplicaInfo, RegisteredPoStProof, RegisteredUpdateProof,
-    UnpaddedBytesAmount,
+    PaddedBytesAmount, RegisteredPoStProof, RegisteredUpdateProof, UnpaddedBytesAmount,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use wgpu_groth16_filecoin::post::PostJob;
 use wgpu_groth16_filecoin::update::UpdateJob;
 use wgpu_groth16_filecoin::Error;
-
-fn randomness(seed: u64) -> [u8; 32] {
-    let mut bytes = [0u8; 32];
-    ChaCha20Rng::seed_from_u64(seed).fill_bytes(&mut bytes);
-    bytes[31] &= 0x3f;
-    bytes
-}
-
-/// The vanilla proof of the shared sector for PoSt `proof` and `randomness`.
-fn post_vanilla(proof: RegisteredPoStProof, randomness: &[u8; 32]) -> Vec<Vec<u8>> {
-    let sealed = common::sealed();
-    let replica = PrivateReplicaInfo::new(
-        proof,
-        sealed.phase1.comm_r,
-        sealed.dir.join("cache"),
-        sealed.dir.join("sealed"),
-    );
-    let challenges = generate_fallback_sector_challenges(
-        proof,
-        randomness,
-        &[sealed.sector_id],
-        sealed.prover_id,
-    )
-    .expect("challenges");
-    let vanilla = generate_single_vanilla_proof(
-        proof,
-        sealed.sector_id,
-        &replica,
-        &challenges[&sealed.sector_id],
-    )
-    .expect("vanilla proof");
-    vec![vanilla]
-}
 
 #[test]
 fn winning_post_equals_bellperson() {

@@ -11,7 +11,7 @@ mod common;
 
 use std::sync::OnceLock;
 
-use wgpu_groth16::groth16::ProvingParameters;
+use wgpu_groth16::groth16::{CancelToken, ProvingParameters};
 use wgpu_groth16_filecoin::job::{ProofJob, PARTITION_PROOF_BYTES};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::{Error, SealCommit};
@@ -227,7 +227,7 @@ fn wrong_matrices_fall_back_to_full_synthesis_and_the_same_proof() {
     let cache = MatricesCache::in_folder(&dir);
     let (rs, ss) = common::draw_rs_ss(&commit, SEED);
     let (proofs, path, _) = commit
-        .prove_partitions_reporting(&prover, Some(&cache), &rs, &ss)
+        .prove_partitions_reporting(&prover, Some(&cache), &rs, &ss, &CancelToken::new())
         .expect("proved by full synthesis");
     assert!(
         matches!(&path, SynthesisPath::Full { why } if why.contains("differ")),

@@ -10,8 +10,8 @@ use crate::gpu::{AdapterSelector, GpuContext};
 use crate::groth16::batch::{prove_batch_across, prove_batch_precompiled_across};
 use crate::groth16::circuits::FilecoinLike;
 use crate::groth16::precompiled::ConstraintMatrices;
+use crate::groth16::{CancelToken, ProverEngine, Step};
 use crate::groth16::{ProveReport, Prover, ProvingParameters};
-use crate::groth16::{ProverEngine, Step};
 use crate::msm::MsmConfig;
 use crate::timeline::Timeline;
 use crate::Result;
@@ -142,12 +142,13 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                         .with_timeline(timeline.clone()))
                 })
                 .collect::<Result<Vec<_>>>()?;
+            let never = CancelToken::new();
             let prove = |circuits: Vec<FilecoinLike>, rs: &[Scalar], ss: &[Scalar]| match &matrices
             {
-                None => prove_batch_across(&provers, circuits, rs, ss),
+                None => prove_batch_across(&provers, circuits, rs, ss, &never),
                 Some(matrices) => {
                     let parted = circuits.into_iter().map(|c| c.in_parts(threads)).collect();
-                    prove_batch_precompiled_across(&provers, parted, matrices, rs, ss)
+                    prove_batch_precompiled_across(&provers, parted, matrices, rs, ss, &never)
                 }
             };
             // One proof per device untimed: clocks up, buffers, tables and matrices made.

@@ -23,6 +23,7 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_core::{OsRng, RngCore};
 
+use super::cancel::CancelToken;
 use super::engine::ProverConfig;
 use super::params::ProvingParameters;
 use super::precompiled::{ConstraintMatrices, WitnessRun};
@@ -84,7 +85,8 @@ impl Prover {
         ss: &[Scalar],
     ) -> Result<Vec<Proof<Bls12>>> {
         let provers = std::slice::from_ref(self);
-        Ok(prove_batch_precompiled_across(provers, circuits, matrices, rs, ss)?.0)
+        let never = CancelToken::new();
+        Ok(prove_batch_precompiled_across(provers, circuits, matrices, rs, ss, &never)?.0)
     }
 
     /// [`prove_batch`](Self::prove_batch) and the time each step took.
@@ -94,7 +96,8 @@ impl Prover {
         rs: &[Scalar],
         ss: &[Scalar],
     ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
-        prove_batch_across(std::slice::from_ref(self), circuits, rs, ss)
+        let never = CancelToken::new();
+        prove_batch_across(std::slice::from_ref(self), circuits, rs, ss, &never)
     }
 }
 
@@ -302,14 +305,16 @@ impl Drop for Slot {
 /// Proofs of `circuits` (one shape), `rs[i]` and `ss[i]` for circuit i, spread over
 /// `provers` (one per device, all made from the same parameters), each running
 /// `Prover::workers` proofs at a time. The proofs are those of proving each circuit alone.
+/// Once `cancel` is cancelled the batch stops at its next check with [`Error::Cancelled`].
 pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
     provers: &[Prover],
     circuits: Vec<C>,
     rs: &[Scalar],
     ss: &[Scalar],
+    cancel: &CancelToken,
 ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
     let sources = circuits.into_iter().map(Full).collect();
-    prove_sources_across(provers, sources, None, rs, ss)
+    prove_sources_across(provers, sources, None, rs, ss, cancel)
 }
 
 /// [`prove_batch_across`] of circuits whose constraint matrices were recorded: each is
@@ -321,6 +326,7 @@ pub fn prove_batch_precompiled_across<W: WitnessRun>(
     matrices: &Arc<ConstraintMatrices>,
     rs: &[Scalar],
     ss: &[Scalar],
+    cancel: &CancelToken,
 ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
     let sources = circuits
         .into_iter()
@@ -329,7 +335,7 @@ pub fn prove_batch_precompiled_across<W: WitnessRun>(
             matrices: matrices.clone(),
         })
         .collect();
-    prove_sources_across(provers, sources, Some(matrices), rs, ss)
+    prove_sources_across(provers, sources, Some(matrices), rs, ss, cancel)
 }
 
 /// What a batch synthesizes into a proving assignment: a circuit run in full, or its witness
@@ -374,7 +380,9 @@ fn prove_sources_across<S: Synthesis>(
     matrices: Option<&Arc<ConstraintMatrices>>,
     rs: &[Scalar],
     ss: &[Scalar],
+    token: &CancelToken,
 ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
+    token.check()?;
     if rs.len() != circuits.len() || ss.len() != circuits.len() {
         return Err(Error::InvalidInput(format!(
             "{} circuits need as many r and s values, got {} and {}",
@@ -440,6 +448,10 @@ fn prove_sources_across<S: Synthesis>(
         // Synthesizes the next circuit in its slot and sends it to the hand-over: the bytes
         // of its assignment, or `None` when no circuit was left or its synthesis failed.
         let synthesize_next = move |sender: &mpsc::Sender<SynthesisOutcome>| -> Option<u64> {
+            if let Err(cancelled) = token.check() {
+                fail(cancelled);
+                return None;
+            }
             let (i, slot) = slots.claim()?;
             let circuit = circuits[i].lock().unwrap_or_else(|e| e.into_inner()).take();
             let result = synthesis_pool.install(|| {
@@ -526,6 +538,10 @@ fn prove_sources_across<S: Synthesis>(
                 let lane = format!("device {device} worker {worker}");
                 scope.spawn(move || {
                     while let Some((i, synthesized)) = queue.pop() {
+                        if let Err(cancelled) = token.check() {
+                            fail(cancelled);
+                            break;
+                        }
                         let mut own = ProveReport::default();
                         let t = Instant::now();
                         let proof = prover.span(&lane, &format!("prove {i}"), || {

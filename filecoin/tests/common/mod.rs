@@ -9,12 +9,17 @@ use std::sync::OnceLock;
 
 use blstrs::Scalar;
 use ff::Field;
+use filecoin_proofs_api::post::{
+    generate_fallback_sector_challenges, generate_single_vanilla_proof,
+};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
-use filecoin_proofs_api::{ProverId, RegisteredSealProof, SectorId};
+use filecoin_proofs_api::{
+    PrivateReplicaInfo, ProverId, RegisteredPoStProof, RegisteredSealProof, SectorId,
+};
 use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
+use rand_core::{RngCore, SeedableRng};
 use wgpu_groth16::groth16::synthesis::synthesize;
-use wgpu_groth16::groth16::{Backend, Prover, ProverConfig, ProvingParameters};
+use wgpu_groth16::groth16::{Backend, CancelToken, Prover, ProverConfig, ProvingParameters};
 use wgpu_groth16_filecoin::job::{proofs_to_bytes, PartitionCircuits, ProofJob};
 use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
 
@@ -135,7 +140,13 @@ pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingPar
         };
         let prover = Prover::new(params.clone(), &config).expect("prover");
         let (proofs, synthesis, _) = job
-            .prove_partitions_reporting(&prover, Some(MatricesCache::shared()), &rs, &ss)
+            .prove_partitions_reporting(
+                &prover,
+                Some(MatricesCache::shared()),
+                &rs,
+                &ss,
+                &CancelToken::new(),
+            )
             .expect("ours");
         assert!(
             matches!(synthesis, SynthesisPath::Matrices { .. }),
@@ -148,4 +159,38 @@ pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingPar
         );
     }
     (params, expected)
+}
+
+/// A PoSt challenge seed from `seed` (a field element: its top bits cleared).
+pub fn randomness(seed: u64) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    ChaCha20Rng::seed_from_u64(seed).fill_bytes(&mut bytes);
+    bytes[31] &= 0x3f;
+    bytes
+}
+
+/// The vanilla proof of the shared sector for PoSt `proof` and `randomness`.
+pub fn post_vanilla(proof: RegisteredPoStProof, randomness: &[u8; 32]) -> Vec<Vec<u8>> {
+    let sealed = sealed();
+    let replica = PrivateReplicaInfo::new(
+        proof,
+        sealed.phase1.comm_r,
+        sealed.dir.join("cache"),
+        sealed.dir.join("sealed"),
+    );
+    let challenges = generate_fallback_sector_challenges(
+        proof,
+        randomness,
+        &[sealed.sector_id],
+        sealed.prover_id,
+    )
+    .expect("challenges");
+    let vanilla = generate_single_vanilla_proof(
+        proof,
+        sealed.sector_id,
+        &replica,
+        &challenges[&sealed.sector_id],
+    )
+    .expect("vanilla proof");
+    vec![vanilla]
 }
