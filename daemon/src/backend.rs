@@ -1,5 +1,6 @@
-//! The daemon's prover: Filecoin SNARKs on its engines (one lane each: a GPU, or the CPU
-//! without one), each parameter set loaded once per lane and kept until evicted.
+//! The daemon's prover: Filecoin SNARKs on its engines (a GPU each, or the CPU without one),
+//! each engine proving one job a lane, as many lanes as jobs it proves at once; each
+//! parameter set loaded once per engine, shared by its lanes, and kept until evicted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,7 +41,11 @@ pub struct Comparison {
 
 pub struct FilecoinBackend {
     engines: Vec<Arc<ProverEngine>>,
-    /// By lane and circuit id.
+    /// Lanes per engine: jobs it proves at once, so that one job's CPU work (vanilla checks,
+    /// synthesis, `verify_seal`) runs while another's partitions use the GPU. Lane l is on
+    /// engine l / jobs_per_engine.
+    jobs_per_engine: usize,
+    /// By engine and circuit id: an engine's lanes share its parameters.
     resident: Mutex<HashMap<(usize, String), Arc<Resident>>>,
     /// One parameter load at a time: two jobs of a new kind must not load it twice.
     loading: Mutex<()>,
@@ -52,10 +57,22 @@ impl FilecoinBackend {
     pub fn new(engines: Vec<Arc<ProverEngine>>) -> Self {
         FilecoinBackend {
             engines,
+            jobs_per_engine: 1,
             resident: Mutex::new(HashMap::new()),
             loading: Mutex::new(()),
             comparison: None,
         }
+    }
+
+    /// `jobs` lanes per engine (at least one), proving that many jobs on it at once with
+    /// one copy of their parameters.
+    pub fn with_jobs_per_engine(mut self, jobs: usize) -> Self {
+        self.jobs_per_engine = jobs.max(1);
+        self
+    }
+
+    fn engine_of(&self, lane: usize) -> usize {
+        lane / self.jobs_per_engine
     }
 
     /// A backend that proves with `comparison`'s parameters, r and s (see [`Comparison`]).
@@ -68,11 +85,11 @@ impl FilecoinBackend {
 
     /// The prover of `circuit_id` and the size of its parameters: from its parameter files,
     /// loaded before this returns, or from the comparison's parameters.
-    fn load(&self, lane: usize, circuit_id: &str) -> Result<(Prover, u64), String> {
+    fn load(&self, engine: usize, circuit_id: &str) -> Result<(Prover, u64), String> {
         let engine = self
             .engines
-            .get(lane)
-            .ok_or_else(|| format!("no lane {lane}"))?
+            .get(engine)
+            .ok_or_else(|| format!("no engine {engine}"))?
             .clone();
         if let Some(comparison) = &self.comparison {
             if comparison.circuit_id != circuit_id {
@@ -98,14 +115,14 @@ impl FilecoinBackend {
         Ok((prover, size_bytes))
     }
 
-    /// The prover of `circuit_id` on `lane`, loading its parameters if they are not
+    /// The prover of `circuit_id` on `engine`, loading its parameters if they are not
     /// resident; whether they were, and the time the load took (zero if they were).
     fn prover(
         &self,
-        lane: usize,
+        engine: usize,
         circuit_id: &str,
     ) -> Result<(Arc<Resident>, bool, Duration), String> {
-        let key = (lane, circuit_id.to_string());
+        let key = (engine, circuit_id.to_string());
         let resident = |this: &Self| {
             this.resident
                 .lock()
@@ -121,7 +138,7 @@ impl FilecoinBackend {
             return Ok((kept, true, Duration::ZERO));
         }
         let start = Instant::now();
-        let (prover, size_bytes) = self.load(lane, circuit_id)?;
+        let (prover, size_bytes) = self.load(engine, circuit_id)?;
         let kept = Arc::new(Resident {
             prover: Arc::new(prover),
             size_bytes,
@@ -131,7 +148,7 @@ impl FilecoinBackend {
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, kept.clone());
         log::info!(
-            "{circuit_id}: parameters loaded on lane {lane} in {:.2?}",
+            "{circuit_id}: parameters loaded on engine {engine} in {:.2?}",
             start.elapsed()
         );
         Ok((kept, false, start.elapsed()))
@@ -155,7 +172,8 @@ impl FilecoinBackend {
                 request.sector_size
             ));
         }
-        let (resident, _, srs_load) = self.prover(lane, &circuit.id(sector_size)?)?;
+        let engine = self.engine_of(lane);
+        let (resident, _, srs_load) = self.prover(engine, &circuit.id(sector_size)?)?;
         let partitions = job.partitions();
         let (rs, ss) = match &self.comparison {
             Some(comparison) => (
@@ -268,10 +286,17 @@ impl FilecoinBackend {
 
 impl Backend for FilecoinBackend {
     fn lanes(&self) -> Vec<Lane> {
+        let jobs = self.jobs_per_engine;
         self.engines
             .iter()
-            .map(|engine| Lane {
-                name: engine.describe(),
+            .flat_map(|engine| {
+                let name = engine.describe();
+                (0..jobs).map(move |slot| Lane {
+                    name: match jobs {
+                        1 => name.clone(),
+                        _ => format!("{name} (job {} of {jobs})", slot + 1),
+                    },
+                })
             })
             .collect()
     }
@@ -294,12 +319,12 @@ impl Backend for FilecoinBackend {
         }
     }
 
-    /// Loads on every lane; "already loaded" when every lane had it.
+    /// Loads on every engine; "already loaded" when every engine had it.
     fn preload(&self, circuit_id: &str) -> Result<(bool, Duration), String> {
         let start = Instant::now();
         let mut already = true;
-        for lane in 0..self.engines.len() {
-            already &= self.prover(lane, circuit_id)?.1;
+        for engine in 0..self.engines.len() {
+            already &= self.prover(engine, circuit_id)?.1;
         }
         Ok((
             already,
@@ -311,7 +336,7 @@ impl Backend for FilecoinBackend {
         ))
     }
 
-    /// Drops it from every lane; proofs running with it keep it until they end.
+    /// Drops it from every engine; proofs running with it keep it until they end.
     fn evict(&self, circuit_id: &str) -> Result<(bool, u64), String> {
         Circuit::parse(circuit_id)?;
         let mut resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
@@ -326,9 +351,9 @@ impl Backend for FilecoinBackend {
         Ok(freed.map_or((false, 0), |bytes| (true, bytes)))
     }
 
-    /// Each circuit held on any lane, once, with the bytes of its parameters summed over the
-    /// lanes that hold it, and the proofs running with it on any lane (each holds its lane's
-    /// copy while it runs).
+    /// Each circuit held on any engine, once, with the bytes of its parameters summed over
+    /// the engines that hold it, and the proofs running with it on any lane (each holds its
+    /// engine's copy while it runs).
     fn loaded(&self) -> Vec<LoadedSrs> {
         let mut loaded: HashMap<String, LoadedSrs> = HashMap::new();
         for ((_, id), kept) in self
@@ -354,10 +379,9 @@ impl Backend for FilecoinBackend {
     /// What each lane's GPU engine holds in its buffer pool (resident bases, constraint
     /// matrices, MSM workspaces, pooled vectors): our allocation, not the driver's figure.
     fn vram_in_use(&self) -> Vec<Option<u64>> {
-        self.engines
-            .iter()
-            .map(|engine| {
-                let gpu = engine.usable_gpu()?;
+        (0..self.engines.len() * self.jobs_per_engine)
+            .map(|lane| {
+                let gpu = self.engines[self.engine_of(lane)].usable_gpu()?;
                 Some(gpu.pool().stats().allocated_bytes)
             })
             .collect()

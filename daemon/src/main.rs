@@ -43,6 +43,12 @@ enum Command {
         /// usable GPU, or with BELLMAN_NO_GPU set, one lane on the CPU.
         #[arg(long, default_value_t = 1)]
         gpus: usize,
+        /// Jobs each GPU proves at once (its lanes), sharing one copy of the parameters: one
+        /// job's CPU work (vanilla checks, synthesis, verify_seal) runs while another's
+        /// partitions use the GPU. Each job's batch has its own proofs in flight, so VRAM
+        /// and host memory grow with it.
+        #[arg(long, default_value_t = 1)]
+        jobs_per_gpu: usize,
     },
     /// Send a running daemon JOBS POREP_SEAL_COMMIT jobs of one C1 output from CLIENTS
     /// concurrent clients (one job in flight each) and print proofs a second, wall time,
@@ -124,7 +130,15 @@ fn main() -> ExitCode {
             max_pending,
             preload,
             gpus,
-        } => serve(&cli.device, &listen, max_pending, &preload, gpus),
+            jobs_per_gpu,
+        } => serve(
+            &cli.device,
+            &listen,
+            max_pending,
+            &preload,
+            gpus,
+            jobs_per_gpu,
+        ),
         Command::Load {
             address,
             c1,
@@ -149,10 +163,11 @@ fn serve(
     max_pending: usize,
     preload: &[String],
     gpus: usize,
+    jobs_per_gpu: usize,
 ) -> Result<ExitCode, String> {
     let selector = device.selector().map_err(|e| e.to_string())?;
     let engines = open_engines(&selector, gpus)?;
-    let backend = Arc::new(FilecoinBackend::new(engines));
+    let backend = Arc::new(FilecoinBackend::new(engines).with_jobs_per_engine(jobs_per_gpu));
     for circuit_id in preload {
         use wgpu_groth16_daemon::scheduler::Backend;
         let (_, took) = backend.preload(circuit_id)?;

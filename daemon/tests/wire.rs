@@ -643,10 +643,11 @@ fn bad_jobs_fail_alone() {
 }
 
 /// A real 2 KiB PoRep C2 (a sector sealed in the test, Curio's wrapper around its C1 output)
-/// sent over the wire twice: both proofs equal bellperson's on the same circuits, random-point
-/// parameters and r, s; the parameters load for the first only; a job for another miner
-/// fails alone; a cancelled job stops in the batch pipeline; while a proof runs its
-/// parameter set counts it; eviction frees them.
+/// sent over the wire three times, on an engine with two lanes: every proof equals
+/// bellperson's on the same circuits, random-point parameters and r, s; the parameters load
+/// for the first only, once for both lanes; two jobs prove at once on them, and their
+/// parameter set counts both while they run; a job for another miner fails alone; a
+/// cancelled job stops in the batch pipeline; eviction frees them.
 #[test]
 fn a_2kib_c2_over_the_wire_equals_bellperson() {
     use base64::Engine as _;
@@ -673,10 +674,10 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         r,
         s,
     };
-    let backend = Arc::new(FilecoinBackend::comparing(
-        vec![Arc::new(ProverEngine::cpu())],
-        comparison,
-    ));
+    let backend = Arc::new(
+        FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison)
+            .with_jobs_per_engine(2),
+    );
     let (runtime, mut client) = start(backend.clone(), 4);
     let phase1 = serde_json::to_vec(&sealed.phase1).unwrap();
     let payload = serde_json::to_vec(&serde_json::json!({
@@ -708,24 +709,28 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             "our proof differs from bellperson's"
         );
         assert!(first.total_ms >= first.synthesis_ms.max(first.srs_load_ms));
-        // While a proof runs, its parameter set counts it.
+        // Two jobs at once on the engine's two lanes, with one copy of the parameters that
+        // counts both while they run.
         let second = submit(&mut client, request("c2-2", common::MINER_ID)).await;
-        let in_flight = loop {
+        let third = submit(&mut client, request("c2-3", common::MINER_ID)).await;
+        let mut most_in_flight = 0;
+        loop {
             let status = get_status(&mut client).await;
-            if let Some(srs) = status.loaded_srs.iter().find(|s| s.ref_count > 0) {
-                break Some(srs.ref_count);
-            }
-            if status.total_proofs_completed == 2 {
-                break None;
+            let counted = status.loaded_srs.iter().map(|s| s.ref_count).max();
+            most_in_flight = most_in_flight.max(counted.unwrap_or(0));
+            if status.total_proofs_completed + status.total_proofs_failed == 3 {
+                break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
-        };
-        assert_eq!(in_flight, Some(1), "the running proof was not counted");
-        let second = wait(&mut client, &second.job_id, 0).await;
-        assert!(second.proof == expected);
-        assert_eq!(second.srs_load_ms, 0, "the parameters stayed loaded");
+        }
+        assert_eq!(most_in_flight, 2, "the two jobs did not prove at once");
+        for job in [second, third] {
+            let done = wait(&mut client, &job.job_id, 0).await;
+            assert!(done.proof == expected);
+            assert_eq!(done.srs_load_ms, 0, "the parameters stayed loaded");
+        }
 
-        let other_miner = prove(&mut client, request("c2-3", common::MINER_ID + 1)).await;
+        let other_miner = prove(&mut client, request("c2-4", common::MINER_ID + 1)).await;
         assert_eq!(other_miner.status, Status::Failed as i32);
         assert!(
             other_miner.error_message.contains("prover id"),
@@ -742,20 +747,24 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         assert_eq!(loaded, ["porep-2k"]);
         let srs = &status.loaded_srs[0];
         assert_eq!((srs.size_bytes, srs.ref_count), (params_bytes, 0));
-        assert_eq!(
-            status.gpus[0].vram_used_bytes, None,
+        assert_eq!(status.gpus.len(), 2, "two lanes on the one engine");
+        assert!(
+            status
+                .gpus
+                .iter()
+                .all(|lane| lane.vram_used_bytes.is_none()),
             "a CPU lane holds no VRAM"
         );
         assert_eq!(
             (status.total_proofs_completed, status.total_proofs_failed),
-            (2, 1)
+            (3, 1)
         );
 
         // A job's cancel token reaches the batch pipeline through the Filecoin proving.
         let cancel = CancelToken::new();
         cancel.cancel();
         let stopped = backend
-            .prove(&request("c2-4", common::MINER_ID), 0, &cancel)
+            .prove(&request("c2-5", common::MINER_ID), 0, &cancel)
             .unwrap_err();
         assert_eq!(stopped, wgpu_groth16::Error::Cancelled.to_string());
         let evicted = client
