@@ -54,6 +54,10 @@ const POST_PROOFS: [RegisteredPoStProof; 15] = [
     RegisteredPoStProof::StackedDrgWindow64GiBV1_2,
 ];
 
+/// Where the newest Window PoSt versions (V1_2, one per size in SIZES' order) begin in
+/// POST_PROOFS.
+const NEWEST_WINDOW_POSTS: usize = 10;
+
 /// Curio's numeric registered update proofs: the ABI's values 0 to 4, the api's order.
 const UPDATE_PROOFS: [RegisteredUpdateProof; 5] = [
     RegisteredUpdateProof::StackedDrg2KiBV1,
@@ -119,7 +123,7 @@ impl Circuit {
         let files = match circuit {
             Circuit::Porep => ParamsFiles::seal(SEAL_PROOFS[index]),
             Circuit::WinningPost => ParamsFiles::post(POST_PROOFS[index]),
-            Circuit::WindowPost => ParamsFiles::post(POST_PROOFS[10 + index]),
+            Circuit::WindowPost => ParamsFiles::post(POST_PROOFS[NEWEST_WINDOW_POSTS + index]),
             Circuit::SnapDeals => ParamsFiles::update(UPDATE_PROOFS[index]),
         };
         files.map_err(|e| format!("{circuit_id}: {e}"))
