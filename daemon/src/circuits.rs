@@ -157,7 +157,10 @@ mod tests {
             assert_eq!(u64::from(SEAL_PROOFS[index].sector_size()), *size);
             assert_eq!(u64::from(POST_PROOFS[index].sector_size()), *size);
             assert_eq!(u64::from(POST_PROOFS[5 + index].sector_size()), *size);
-            assert_eq!(u64::from(POST_PROOFS[10 + index].sector_size()), *size);
+            assert_eq!(
+                u64::from(POST_PROOFS[NEWEST_WINDOW_POSTS + index].sector_size()),
+                *size
+            );
             assert_eq!(u64::from(UPDATE_PROOFS[index].sector_size()), *size);
             for circuit in Circuit::ALL {
                 let id = circuit.id(*size).unwrap();
