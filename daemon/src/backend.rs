@@ -31,12 +31,16 @@ struct Resident {
 /// Given parameters and randomness instead of the parameter files and the OS's r and s:
 /// for comparing the daemon's proofs with bellperson's byte for byte (tests, benchmarks).
 /// Proofs made so are not zero-knowledge, and with parameters that no setup made they fail
-/// `verify_seal`, so they are not verified. Never for proofs that go on chain.
+/// `verify_seal`, so they are not verified unless `verify` asks for it. Never for proofs
+/// that go on chain.
 pub struct Comparison {
     pub circuit_id: String,
     pub params: ProvingParameters,
     pub r: Scalar,
     pub s: Scalar,
+    /// Check PoRep proofs with `verify_seal` as in production (against the verifying key in
+    /// filecoin-proofs' parameter cache): for showing what a proof that fails it does.
+    pub verify: bool,
 }
 
 pub struct FilecoinBackend {
@@ -214,7 +218,7 @@ impl FilecoinBackend {
         commit.check_vanilla_proofs().map_err(|e| e.to_string())?;
         let (proofs, proved) = self.prove_job(&commit, Circuit::Porep, request, lane, cancel)?;
         let proof = commit.proof_bytes(&proofs).map_err(|e| e.to_string())?;
-        if self.comparison.is_none() {
+        if self.comparison.as_ref().is_none_or(|c| c.verify) {
             commit.verify(&proof).map_err(|e| e.to_string())?;
         }
         Ok(Proved { proof, ..proved })

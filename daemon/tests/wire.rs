@@ -15,7 +15,7 @@ use tonic::transport::Channel;
 use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::engine::ResidentParams;
 use wgpu_groth16::groth16::synthesis::synthesize;
-use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters};
+use wgpu_groth16::groth16::{CancelToken, Prover, ProverConfig, ProverEngine, ProvingParameters};
 use wgpu_groth16_daemon::backend::{Comparison, FilecoinBackend};
 use wgpu_groth16_daemon::load;
 use wgpu_groth16_daemon::pb::await_proof_response::Status;
@@ -23,7 +23,9 @@ use wgpu_groth16_daemon::pb::proving_engine_client::ProvingEngineClient;
 use wgpu_groth16_daemon::pb::*;
 use wgpu_groth16_daemon::scheduler::{Backend, Lane, LoadedSrs, Proved};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
+use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::post::PostJob;
+use wgpu_groth16_filecoin::update::UpdateJob;
 use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
 #[path = "../../filecoin/tests/common/mod.rs"]
@@ -642,60 +644,88 @@ fn bad_jobs_fail_alone() {
     });
 }
 
-/// A real 2 KiB PoRep C2 (a sector sealed in the test, Curio's wrapper around its C1 output)
-/// sent over the wire three times, on an engine with two lanes: every proof equals
-/// bellperson's on the same circuits, random-point parameters and r, s; the parameters load
-/// for the first only, once for both lanes; two jobs prove at once on them, and their
-/// parameter set counts both while they run; a job for another miner fails alone; a
-/// cancelled job stops in the batch pipeline; eviction frees them.
-#[test]
-fn a_2kib_c2_over_the_wire_equals_bellperson() {
-    use base64::Engine as _;
-
-    let sealed = common::sealed();
-    let commit =
-        SealCommit::new(sealed.phase1.clone(), sealed.prover_id, sealed.sector_id).unwrap();
-    let params = common::params_for(&commit, 21);
-    let mut rng = ChaCha20Rng::seed_from_u64(22);
+/// What a comparing daemon proves `job` with (random-point parameters of its shape from
+/// `seed`, resident as `circuit_id`; r and s from `seed`), and bellperson's proof bytes of
+/// `job` with the same.
+fn comparison_for(job: &impl ProofJob, circuit_id: &str, seed: u64) -> (Comparison, Vec<u8>) {
+    let params = common::params_for(job, seed);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let partitions = commit.partitions();
-    let theirs = commit
+    let partitions = job.partitions();
+    let theirs = job
         .prove_with_bellperson(
             &params.to_bellperson(),
             &vec![r; partitions],
             &vec![s; partitions],
         )
         .unwrap();
-    let expected = proofs_to_bytes(&theirs).unwrap();
-    let params_bytes = ResidentParams::bytes(&params);
     let comparison = Comparison {
-        circuit_id: "porep-2k".into(),
+        circuit_id: circuit_id.into(),
         params,
         r,
         s,
+        verify: false,
     };
-    let backend = Arc::new(
-        FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison)
-            .with_jobs_per_engine(2),
-    );
-    let (runtime, mut client) = start(backend.clone(), 4);
-    let phase1 = serde_json::to_vec(&sealed.phase1).unwrap();
-    let payload = serde_json::to_vec(&serde_json::json!({
+    (comparison, proofs_to_bytes(&theirs).unwrap())
+}
+
+/// The GPU the tests prove on: lavapipe in CI, where its absence fails the test.
+fn gpu_engine() -> Arc<ProverEngine> {
+    let config = ProverConfig {
+        backend: wgpu_groth16::groth16::Backend::Gpu(Default::default()),
+        ..Default::default()
+    };
+    ProverEngine::open(&config).expect("a GPU adapter (lavapipe in CI)")
+}
+
+/// Curio's wrapper around the shared sector's C1 output.
+fn c2_payload() -> Vec<u8> {
+    use base64::Engine as _;
+
+    let phase1 = serde_json::to_vec(&common::sealed().phase1).unwrap();
+    serde_json::to_vec(&serde_json::json!({
         "SectorNum": common::SECTOR_ID,
         "Phase1Out": base64::engine::general_purpose::STANDARD.encode(&phase1),
         "SectorSize": 2048,
     }))
-    .unwrap();
-    let request = |request_id: &str, miner_id: u64| SubmitProofRequest {
+    .unwrap()
+}
+
+/// A PoRep C2 request of the shared sector for `miner_id`.
+fn c2_request(request_id: &str, miner_id: u64) -> SubmitProofRequest {
+    SubmitProofRequest {
         request_id: request_id.into(),
         proof_kind: ProofKind::PorepSealCommit as i32,
         sector_size: 2048,
         priority: Priority::Normal as i32,
-        vanilla_proof: payload.clone(),
+        vanilla_proof: c2_payload(),
         sector_number: common::SECTOR_ID,
         miner_id,
         ..Default::default()
-    };
+    }
+}
+
+fn shared_commit() -> SealCommit {
+    let sealed = common::sealed();
+    SealCommit::new(sealed.phase1.clone(), sealed.prover_id, sealed.sector_id).unwrap()
+}
+
+/// A real 2 KiB PoRep C2 (a sector sealed in the test, Curio's wrapper around its C1 output)
+/// sent over the wire three times, on a GPU (lavapipe in CI) with two lanes: every proof
+/// equals bellperson's on the same circuits, random-point parameters and r, s; the
+/// parameters load for the first only, once for both lanes; two jobs prove at once on them,
+/// and their parameter set counts both while they run; both lanes report the engine's VRAM;
+/// a job for another miner fails alone; a cancelled job stops in the batch pipeline;
+/// eviction frees them.
+#[test]
+fn a_2kib_c2_over_the_wire_equals_bellperson() {
+    let (comparison, expected) = comparison_for(&shared_commit(), "porep-2k", 21);
+    let params_bytes = ResidentParams::bytes(&comparison.params);
+    let backend = Arc::new(
+        FilecoinBackend::comparing(vec![gpu_engine()], comparison).with_jobs_per_engine(2),
+    );
+    let (runtime, mut client) = start(backend.clone(), 4);
+    let request = c2_request;
     runtime.block_on(async {
         let first = prove(&mut client, request("c2-1", common::MINER_ID)).await;
         assert_eq!(
@@ -748,12 +778,14 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         let srs = &status.loaded_srs[0];
         assert_eq!((srs.size_bytes, srs.ref_count), (params_bytes, 0));
         assert_eq!(status.gpus.len(), 2, "two lanes on the one engine");
+        let vram: Vec<_> = status
+            .gpus
+            .iter()
+            .map(|lane| lane.vram_used_bytes)
+            .collect();
         assert!(
-            status
-                .gpus
-                .iter()
-                .all(|lane| lane.vram_used_bytes.is_none()),
-            "a CPU lane holds no VRAM"
+            vram[0].is_some_and(|bytes| bytes > 0) && vram[0] == vram[1],
+            "both lanes report their engine's pool: {vram:?}"
         );
         assert_eq!(
             (status.total_proofs_completed, status.total_proofs_failed),
@@ -780,50 +812,61 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
     });
 }
 
-/// A Winning PoSt of the 2 KiB sector (its vanilla proof made as Curio makes it) sent over the
-/// wire: the proof equals bellperson's on the same circuit, random-point parameters and r, s,
-/// the parameters resident as "winning-2k"; a job naming another sector size fails alone.
+/// A C2 whose proof fails filecoin-proofs' `verify_seal` (the verifying key in the
+/// parameter cache is not of the parameters that proved it) fails its job with that
+/// message, and the lane goes on to the next job.
 #[test]
-fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
-    let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1;
-    let randomness = common::randomness(41);
-    let vanilla = common::post_vanilla(proof, &randomness);
-    let post = PostJob::winning(
-        proof,
-        randomness,
-        common::sealed().prover_id,
-        vanilla.clone(),
-    )
-    .unwrap();
-    let params = common::params_for(&post, 41);
-    let mut rng = ChaCha20Rng::seed_from_u64(42);
-    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-    let theirs = post
-        .prove_with_bellperson(&params.to_bellperson(), &[r], &[s])
-        .unwrap();
-    let expected = proofs_to_bytes(&theirs).unwrap();
+fn a_proof_that_fails_verify_seal_fails_its_job_alone() {
+    let commit = shared_commit();
+    let (comparison, _) = comparison_for(&commit, "porep-2k", 51);
+    // Random-point parameters are no setup's: their own verifying key refuses their proofs.
+    let vk_path = ParamsFiles::seal(common::PROOF).unwrap().vk;
+    let mut vk = Vec::new();
+    comparison.params.vk.write(&mut vk).unwrap();
+    std::fs::write(&vk_path, vk).unwrap();
     let comparison = Comparison {
-        circuit_id: "winning-2k".into(),
-        params,
-        r,
-        s,
+        verify: true,
+        ..comparison
     };
     let backend = FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison);
     let (runtime, mut client) = start(Arc::new(backend), 4);
-    let request = |request_id: &str, sector_size: u64| SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: ProofKind::WinningPost as i32,
-        sector_size,
-        // Curio's number of StackedDrgWinning2KiBV1.
-        registered_proof: 0,
-        priority: Priority::Critical as i32,
-        vanilla_proofs: vanilla.clone(),
-        miner_id: common::MINER_ID,
-        randomness: randomness.to_vec(),
-        ..Default::default()
-    };
     runtime.block_on(async {
-        let done = prove(&mut client, request("winning", 2048)).await;
+        let refused = prove(&mut client, c2_request("refused", common::MINER_ID)).await;
+        assert_eq!(refused.status, Status::Failed as i32);
+        assert!(
+            refused
+                .error_message
+                .contains("fails filecoin-proofs' verify_seal"),
+            "{}",
+            refused.error_message
+        );
+        assert!(refused.proof.is_empty(), "no proof comes with a failure");
+        let next = prove(&mut client, job("next", Priority::Normal, b"[]")).await;
+        assert_eq!(next.status, Status::Failed as i32);
+        assert!(next.error_message.contains("vanilla_proof"));
+        let status = get_status(&mut client).await;
+        assert_eq!(
+            (status.total_proofs_completed, status.total_proofs_failed),
+            (0, 2)
+        );
+        assert_eq!(status.loaded_srs.len(), 1, "the parameters stay loaded");
+    });
+}
+
+/// `request` sent to a daemon comparing with `job` (see [`comparison_for`]) on the CPU: the
+/// proof over the wire equals bellperson's and its parameters are resident as `circuit_id`.
+/// The runtime and client, for more.
+fn assert_over_the_wire_equals_bellperson(
+    job: &impl ProofJob,
+    circuit_id: &str,
+    seed: u64,
+    request: SubmitProofRequest,
+) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>) {
+    let (comparison, expected) = comparison_for(job, circuit_id, seed);
+    let backend = FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison);
+    let (runtime, mut client) = start(Arc::new(backend), 4);
+    runtime.block_on(async {
+        let done = prove(&mut client, request).await;
         assert_eq!(
             done.status,
             Status::Completed as i32,
@@ -836,8 +879,40 @@ fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
         );
         let loaded = get_status(&mut client).await.loaded_srs;
         assert_eq!(loaded.len(), 1);
-        assert_eq!(loaded[0].circuit_id, "winning-2k");
+        assert_eq!(loaded[0].circuit_id, circuit_id);
+    });
+    (runtime, client)
+}
 
+/// A Winning PoSt of the 2 KiB sector (its vanilla proof made as Curio makes it) sent over the
+/// wire equals bellperson's; a job naming another sector size fails alone.
+#[test]
+fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
+    let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1;
+    let randomness = common::randomness(41);
+    let vanilla = common::post_vanilla(proof, &randomness);
+    let post = PostJob::winning(
+        proof,
+        randomness,
+        common::sealed().prover_id,
+        vanilla.clone(),
+    )
+    .unwrap();
+    let request = |request_id: &str, sector_size: u64| SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::WinningPost as i32,
+        sector_size,
+        // Curio's number of StackedDrgWinning2KiBV1.
+        registered_proof: 0,
+        priority: Priority::Critical as i32,
+        vanilla_proofs: vanilla.clone(),
+        miner_id: common::MINER_ID,
+        randomness: randomness.to_vec(),
+        ..Default::default()
+    };
+    let (runtime, mut client) =
+        assert_over_the_wire_equals_bellperson(&post, "winning-2k", 41, request("winning", 2048));
+    runtime.block_on(async {
         let other_size = prove(&mut client, request("other", 32 << 30)).await;
         assert_eq!(other_size.status, Status::Failed as i32);
         assert!(
@@ -846,6 +921,63 @@ fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
             other_size.error_message
         );
     });
+}
+
+/// A Window PoSt partition of the 2 KiB sector over the wire equals bellperson's.
+#[test]
+fn a_2kib_window_post_partition_over_the_wire_equals_bellperson() {
+    let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWindow2KiBV1_2;
+    let randomness = common::randomness(43);
+    let vanilla = common::post_vanilla(proof, &randomness);
+    let post = PostJob::window(
+        proof,
+        randomness,
+        common::sealed().prover_id,
+        vanilla.clone(),
+        0,
+    )
+    .unwrap();
+    let request = SubmitProofRequest {
+        request_id: "window".into(),
+        proof_kind: ProofKind::WindowPostPartition as i32,
+        sector_size: 2048,
+        // Curio's number of StackedDrgWindow2KiBV1_2 (the actor ABI's Window PoSt V1_1).
+        registered_proof: 10,
+        partition_index: 0,
+        vanilla_proofs: vanilla,
+        miner_id: common::MINER_ID,
+        randomness: randomness.to_vec(),
+        ..Default::default()
+    };
+    assert_over_the_wire_equals_bellperson(&post, "wpost-2k", 43, request);
+}
+
+/// A SnapDeals update of the 2 KiB sector (vanilla partition proofs made as Curio makes them)
+/// over the wire equals bellperson's.
+#[test]
+fn a_2kib_snapdeals_update_over_the_wire_equals_bellperson() {
+    let update = common::snap_update(45);
+    let job = UpdateJob::new(
+        update.proof,
+        update.vanilla.clone(),
+        update.comm_r_old,
+        update.comm_r_new,
+        update.comm_d_new,
+    )
+    .unwrap();
+    let request = SubmitProofRequest {
+        request_id: "snap".into(),
+        proof_kind: ProofKind::SnapDealsUpdate as i32,
+        sector_size: 2048,
+        // Curio's number of StackedDrg2KiBV1 updates.
+        registered_proof: 0,
+        vanilla_proofs: update.vanilla,
+        comm_r_old: update.comm_r_old.to_vec(),
+        comm_r_new: update.comm_r_new.to_vec(),
+        comm_d_new: update.comm_d_new.to_vec(),
+        ..Default::default()
+    };
+    assert_over_the_wire_equals_bellperson(&job, "snap-2k", 45, request);
 }
 
 /// The daemon binary on a loopback port: it serves, a bad job fails alone, and SIGTERM ends

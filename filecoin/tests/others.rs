@@ -7,13 +7,7 @@
 mod common;
 
 use common::{post_vanilla, randomness};
-use filecoin_proofs_api::seal::add_piece;
-use filecoin_proofs_api::update::{empty_sector_update_encode_into, generate_partition_proofs};
-use filecoin_proofs_api::{
-    PaddedBytesAmount, RegisteredPoStProof, RegisteredUpdateProof, UnpaddedBytesAmount,
-};
-use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
+use filecoin_proofs_api::RegisteredPoStProof;
 use wgpu_groth16_filecoin::post::PostJob;
 use wgpu_groth16_filecoin::update::UpdateJob;
 use wgpu_groth16_filecoin::Error;
@@ -60,55 +54,13 @@ fn post_vanilla_proofs_for_other_randomness_are_refused() {
 
 #[test]
 fn a_snapdeals_update_equals_bellperson() {
-    let proof = RegisteredUpdateProof::StackedDrg2KiBV1;
-    let sealed = common::sealed();
-    let dir = common::scratch().join("update");
-    std::fs::create_dir_all(dir.join("cache")).unwrap();
-    let size = u64::from(proof.sector_size());
-    let piece_len = UnpaddedBytesAmount::from(PaddedBytesAmount(size));
-    let mut data = vec![0u8; u64::from(piece_len) as usize];
-    ChaCha20Rng::seed_from_u64(31).fill_bytes(&mut data);
-    let (staged, replica) = (dir.join("staged"), dir.join("replica"));
-    let (piece, _) = add_piece(
-        common::PROOF,
-        &data[..],
-        std::fs::File::create(&staged).unwrap(),
-        piece_len,
-        &[],
-    )
-    .expect("piece");
-    // The new replica is written in place: a file of the sector's size.
-    std::fs::File::create(&replica)
-        .unwrap()
-        .set_len(size)
-        .unwrap();
-    let encoded = empty_sector_update_encode_into(
-        proof,
-        &replica,
-        dir.join("cache"),
-        sealed.dir.join("sealed"),
-        sealed.dir.join("cache"),
-        &staged,
-        &[piece],
-    )
-    .expect("encode");
-    let vanilla = generate_partition_proofs(
-        proof,
-        sealed.phase1.comm_r,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
-        sealed.dir.join("sealed"),
-        sealed.dir.join("cache"),
-        &replica,
-        dir.join("cache"),
-    )
-    .expect("vanilla partition proofs");
+    let update = common::snap_update(31);
     let job = UpdateJob::new(
-        proof,
-        vanilla.into_iter().map(|p| p.0).collect(),
-        sealed.phase1.comm_r,
-        encoded.comm_r_new,
-        encoded.comm_d_new,
+        update.proof,
+        update.vanilla,
+        update.comm_r_old,
+        update.comm_r_new,
+        update.comm_d_new,
     )
     .expect("job");
     common::assert_equal_to_bellperson(&job, 31);

@@ -12,9 +12,11 @@ use ff::Field;
 use filecoin_proofs_api::post::{
     generate_fallback_sector_challenges, generate_single_vanilla_proof,
 };
-use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::seal::{add_piece, SealCommitPhase1Output};
+use filecoin_proofs_api::update::{empty_sector_update_encode_into, generate_partition_proofs};
 use filecoin_proofs_api::{
-    PrivateReplicaInfo, ProverId, RegisteredPoStProof, RegisteredSealProof, SectorId,
+    PaddedBytesAmount, PrivateReplicaInfo, ProverId, RegisteredPoStProof, RegisteredSealProof,
+    RegisteredUpdateProof, SectorId, UnpaddedBytesAmount,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -193,4 +195,69 @@ pub fn post_vanilla(proof: RegisteredPoStProof, randomness: &[u8; 32]) -> Vec<Ve
     )
     .expect("vanilla proof");
     vec![vanilla]
+}
+
+/// A SnapDeals update of the shared sector: what Curio sends for it.
+pub struct Update {
+    pub proof: RegisteredUpdateProof,
+    /// One bincode `PartitionProof` per partition.
+    pub vanilla: Vec<Vec<u8>>,
+    pub comm_r_old: [u8; 32],
+    pub comm_r_new: [u8; 32],
+    pub comm_d_new: [u8; 32],
+}
+
+/// The shared sector updated with a piece of data drawn from `seed` (a folder of its own per
+/// seed), and the vanilla partition proofs of the update.
+pub fn snap_update(seed: u64) -> Update {
+    let proof = RegisteredUpdateProof::StackedDrg2KiBV1;
+    let sealed = sealed();
+    let dir = scratch().join(format!("update-{seed}"));
+    std::fs::create_dir_all(dir.join("cache")).unwrap();
+    let size = u64::from(proof.sector_size());
+    let piece_len = UnpaddedBytesAmount::from(PaddedBytesAmount(size));
+    let mut data = vec![0u8; u64::from(piece_len) as usize];
+    ChaCha20Rng::seed_from_u64(seed).fill_bytes(&mut data);
+    let (staged, replica) = (dir.join("staged"), dir.join("replica"));
+    let (piece, _) = add_piece(
+        PROOF,
+        &data[..],
+        std::fs::File::create(&staged).unwrap(),
+        piece_len,
+        &[],
+    )
+    .expect("piece");
+    // The new replica is written in place: a file of the sector's size.
+    std::fs::File::create(&replica)
+        .unwrap()
+        .set_len(size)
+        .unwrap();
+    let encoded = empty_sector_update_encode_into(
+        proof,
+        &replica,
+        dir.join("cache"),
+        sealed.dir.join("sealed"),
+        sealed.dir.join("cache"),
+        &staged,
+        &[piece],
+    )
+    .expect("encode");
+    let vanilla = generate_partition_proofs(
+        proof,
+        sealed.phase1.comm_r,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        sealed.dir.join("sealed"),
+        sealed.dir.join("cache"),
+        &replica,
+        dir.join("cache"),
+    )
+    .expect("vanilla partition proofs");
+    Update {
+        proof,
+        vanilla: vanilla.into_iter().map(|p| p.0).collect(),
+        comm_r_old: sealed.phase1.comm_r,
+        comm_r_new: encoded.comm_r_new,
+        comm_d_new: encoded.comm_d_new,
+    }
 }
