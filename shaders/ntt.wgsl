@@ -1,5 +1,10 @@
 // Radix-2 number-theoretic transform over Fr, in place, in the same order as bellperson's
-// EvaluationDomain: bit-reversal, then log2(n) butterfly stages, output in natural order.
+// EvaluationDomain: bit-reversal, then log2(n) butterfly stages, output in natural order
+// (decimation in time). Each butterfly kernel has a twin in frequency (`_dif`): the stages
+// from the top down on natural-order input, output in bit-reversed order, so that an inverse
+// transform followed by a forward one (the H step's way to the coset) needs neither bit
+// reversal. The twins share one function, called with a literal `dif`, so that after
+// inlining each entry point holds one kind of butterfly and no branch on it.
 //
 // The vector may be split into 2^part_bits equal parts, one buffer each, so that it can be
 // longer than a binding allows (2^27 Fr is 4 GiB; NVIDIA binds 2 GiB). Each dispatch sees one
@@ -31,9 +36,13 @@ struct NttParams {
     // ntt_butterflies_local: the first stage (log2 of its half-size) and how many stages.
     stage: u32,
     stages: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // ntt_distribute_powers: 1 when the data is in bit-reversed order (element i takes
+    // base^rev(i)).
+    bit_reversed: u32,
+    // ntt_distribute_powers: 1 to multiply by tables[factor] as well (an inverse transform's
+    // 1/n, in the same pass).
+    scaled: u32,
+    _pad: u32,
 }
 
 
@@ -87,21 +96,46 @@ fn ntt_bit_reverse(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wo
     }
 }
 
+// Decimation in time: x <- x + w·y, y <- x - w·y. In frequency: x <- x + y, y <- (x - y)·w.
+// One multiplication call site either way (each is inlined where it is called).
+fn butterfly(x: ptr<function, Fr>, y: ptr<function, Fr>, w: Fr, dif: bool) {
+    let a = *x;
+    let b = *y;
+    var factor = b;
+    if (dif) { factor = fr_sub(a, b); }
+    let m = fr_mul(factor, w);
+    if (dif) {
+        *x = fr_add(a, b);
+        *y = m;
+    } else {
+        *x = fr_add(a, m);
+        *y = fr_sub(a, m);
+    }
+}
+
 // One stage within a part: x[i] and x[i + half] with twiddle ω^(j·n/(2·half)), j = i mod half
 // (parts are multiples of 2·half long here, so j is the same globally).
-@compute @workgroup_size(64)
-fn ntt_butterflies(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let t = thread_index(id, groups);
+fn one_stage(t: u32, dif: bool) {
     if (t >= params.count) { return; }
     let half = params.half;
     let j = t % half;
     let i0 = (t / half) * 2u * half + j;
     let i1 = i0 + half;
-    let w = table_power(j * (params.n / (2u * half)));
-    let a = data[i0];
-    let b = fr_mul(data[i1], w);
-    data[i0] = fr_add(a, b);
-    data[i1] = fr_sub(a, b);
+    var x = data[i0];
+    var y = data[i1];
+    butterfly(&x, &y, table_power(j * (params.n / (2u * half))), dif);
+    data[i0] = x;
+    data[i1] = y;
+}
+
+@compute @workgroup_size(64)
+fn ntt_butterflies(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    one_stage(thread_index(id, groups), false);
+}
+
+@compute @workgroup_size(64)
+fn ntt_butterflies_dif(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    one_stage(thread_index(id, groups), true);
 }
 
 const LOCAL_BITS: u32 = 8u;
@@ -112,9 +146,7 @@ var<workgroup> tile: array<Fr, 256>;
 // ntt_butterflies, its barriers being costly on a CPU). Stages s..s+b-1 only combine elements that agree on
 // every index bit outside [s, s+b): a block is {base + j·2^s : j < 2^b}, loaded into `tile`,
 // where stage s+t pairs j with j + 2^t. (s = 0 is a contiguous block.)
-@compute @workgroup_size(128)
-fn ntt_butterflies_local(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let block = wid.x + wid.y * groups.x;
+fn local_stages(lid: u32, block: u32, dif: bool) {
     if (block >= params.count) { return; }
     let s = params.stage;
     let size = 1u << params.stages;
@@ -126,17 +158,19 @@ fn ntt_butterflies_local(@builtin(local_invocation_index) lid: u32, @builtin(wor
         tile[lid + size / 2u] = data[base + ((lid + size / 2u) << s)];
     }
     workgroupBarrier();
-    for (var t = 0u; t < params.stages; t++) {
+    for (var k = 0u; k < params.stages; k++) {
         if (has_pair) {
+            var t = k;
+            if (dif) { t = params.stages - 1u - k; }
             let half = 1u << t;
             let jj = lid % half;
             let j0 = (lid / half) * 2u * half + jj;
             // Global stage s + t, half-size m = 2^(s+t): the pair's index mod m is r + jj·2^s.
-            let w = table_power(((jj << s) + r) * (params.n >> (s + t + 1u)));
-            let a = tile[j0];
-            let b = fr_mul(tile[j0 + half], w);
-            tile[j0] = fr_add(a, b);
-            tile[j0 + half] = fr_sub(a, b);
+            var x = tile[j0];
+            var y = tile[j0 + half];
+            butterfly(&x, &y, table_power(((jj << s) + r) * (params.n >> (s + t + 1u))), dif);
+            tile[j0] = x;
+            tile[j0 + half] = y;
         }
         workgroupBarrier();
     }
@@ -146,19 +180,19 @@ fn ntt_butterflies_local(@builtin(local_invocation_index) lid: u32, @builtin(wor
     }
 }
 
-// x ← x + w·y, y ← x - w·y.
-fn butterfly(x: ptr<function, Fr>, y: ptr<function, Fr>, w: Fr) {
-    let a = *x;
-    let b = fr_mul(*y, w);
-    *x = fr_add(a, b);
-    *y = fr_sub(a, b);
+@compute @workgroup_size(128)
+fn ntt_butterflies_local(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    local_stages(lid, wid.x + wid.y * groups.x, false);
+}
+
+@compute @workgroup_size(128)
+fn ntt_butterflies_local_dif(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    local_stages(lid, wid.x + wid.y * groups.x, true);
 }
 
 // Two consecutive stages s, s+1 in registers, four elements an invocation (as
 // ntt_butterflies_radix8, with half its registers).
-@compute @workgroup_size(64)
-fn ntt_butterflies_radix4(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let t = thread_index(id, groups);
+fn radix4_stages(t: u32, dif: bool) {
     if (t >= params.count) { return; }
     let s = params.stage;
     let r = t & ((1u << s) - 1u);
@@ -167,16 +201,32 @@ fn ntt_butterflies_radix4(@builtin(global_invocation_id) id: vec3<u32>, @builtin
     var x1 = data[base + (1u << s)];
     var x2 = data[base + (2u << s)];
     var x3 = data[base + (3u << s)];
-    let w0 = table_power(r * (params.n >> (s + 1u)));
-    butterfly(&x0, &x1, w0);
-    butterfly(&x2, &x3, w0);
-    let step1 = params.n >> (s + 2u);
-    butterfly(&x0, &x2, table_power(r * step1));
-    butterfly(&x1, &x3, table_power((r + (1u << s)) * step1));
+    // Stage s, then s + 1 (in frequency: s + 1, then s).
+    for (var k = 0u; k < 2u; k++) {
+        if ((k == 0u) != dif) {
+            let w0 = table_power(r * (params.n >> (s + 1u)));
+            butterfly(&x0, &x1, w0, dif);
+            butterfly(&x2, &x3, w0, dif);
+        } else {
+            let step1 = params.n >> (s + 2u);
+            butterfly(&x0, &x2, table_power(r * step1), dif);
+            butterfly(&x1, &x3, table_power((r + (1u << s)) * step1), dif);
+        }
+    }
     data[base] = x0;
     data[base + (1u << s)] = x1;
     data[base + (2u << s)] = x2;
     data[base + (3u << s)] = x3;
+}
+
+@compute @workgroup_size(64)
+fn ntt_butterflies_radix4(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    radix4_stages(thread_index(id, groups), false);
+}
+
+@compute @workgroup_size(64)
+fn ntt_butterflies_radix4_dif(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    radix4_stages(thread_index(id, groups), true);
 }
 
 // Three consecutive stages s, s+1, s+2 in registers: each invocation loads the eight
@@ -184,9 +234,7 @@ fn ntt_butterflies_radix4(@builtin(global_invocation_id) id: vec3<u32>, @builtin
 // blocks, with neighbouring invocations on neighbouring elements, so every load and store is
 // coalesced for s >= 5), and stores them once. Eight named values, not an array: a
 // dynamically indexed private array would live in slow local memory.
-@compute @workgroup_size(64)
-fn ntt_butterflies_radix8(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let t = thread_index(id, groups);
+fn radix8_stages(t: u32, dif: bool) {
     if (t >= params.count) { return; }
     let s = params.stage;
     let r = t & ((1u << s) - 1u);
@@ -201,23 +249,36 @@ fn ntt_butterflies_radix8(@builtin(global_invocation_id) id: vec3<u32>, @builtin
     var x7 = data[base + (7u << s)];
     // Stage s + k pairs j with j + 2^k; the pair's index mod 2^(s+k) is r + (j mod 2^k)·2^s,
     // its twiddle exponent that times n / 2^(s+k+1).
-    let w0 = table_power(r * (params.n >> (s + 1u)));
-    butterfly(&x0, &x1, w0);
-    butterfly(&x2, &x3, w0);
-    butterfly(&x4, &x5, w0);
-    butterfly(&x6, &x7, w0);
-    let step1 = params.n >> (s + 2u);
-    let w10 = table_power(r * step1);
-    let w11 = table_power((r + (1u << s)) * step1);
-    butterfly(&x0, &x2, w10);
-    butterfly(&x1, &x3, w11);
-    butterfly(&x4, &x6, w10);
-    butterfly(&x5, &x7, w11);
-    let step2 = params.n >> (s + 3u);
-    butterfly(&x0, &x4, table_power(r * step2));
-    butterfly(&x1, &x5, table_power((r + (1u << s)) * step2));
-    butterfly(&x2, &x6, table_power((r + (2u << s)) * step2));
-    butterfly(&x3, &x7, table_power((r + (3u << s)) * step2));
+    // Stages s, s + 1, s + 2 (in frequency: from s + 2 down).
+    for (var k = 0u; k < 3u; k++) {
+        var level = k;
+        if (dif) { level = 2u - k; }
+        switch level {
+            case 0u: {
+                let w0 = table_power(r * (params.n >> (s + 1u)));
+                butterfly(&x0, &x1, w0, dif);
+                butterfly(&x2, &x3, w0, dif);
+                butterfly(&x4, &x5, w0, dif);
+                butterfly(&x6, &x7, w0, dif);
+            }
+            case 1u: {
+                let step1 = params.n >> (s + 2u);
+                let w10 = table_power(r * step1);
+                let w11 = table_power((r + (1u << s)) * step1);
+                butterfly(&x0, &x2, w10, dif);
+                butterfly(&x1, &x3, w11, dif);
+                butterfly(&x4, &x6, w10, dif);
+                butterfly(&x5, &x7, w11, dif);
+            }
+            default: {
+                let step2 = params.n >> (s + 3u);
+                butterfly(&x0, &x4, table_power(r * step2), dif);
+                butterfly(&x1, &x5, table_power((r + (1u << s)) * step2), dif);
+                butterfly(&x2, &x6, table_power((r + (2u << s)) * step2), dif);
+                butterfly(&x3, &x7, table_power((r + (3u << s)) * step2), dif);
+            }
+        }
+    }
     data[base] = x0;
     data[base + (1u << s)] = x1;
     data[base + (2u << s)] = x2;
@@ -228,19 +289,37 @@ fn ntt_butterflies_radix8(@builtin(global_invocation_id) id: vec3<u32>, @builtin
     data[base + (7u << s)] = x7;
 }
 
+@compute @workgroup_size(64)
+fn ntt_butterflies_radix8(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    radix8_stages(thread_index(id, groups), false);
+}
+
+@compute @workgroup_size(64)
+fn ntt_butterflies_radix8_dif(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    radix8_stages(thread_index(id, groups), true);
+}
+
 // One stage whose pairs lie in two parts (half >= part length): data[t] with partner[t],
 // the part `half` elements later.
-@compute @workgroup_size(64)
-fn ntt_butterflies_across_parts(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let t = thread_index(id, groups);
+fn across_parts(t: u32, dif: bool) {
     if (t >= params.count) { return; }
     let half = params.half;
     let j = (params.first % half) + t;
-    let w = table_power(j * (params.n / (2u * half)));
-    let a = data[t];
-    let b = fr_mul(partner[t], w);
-    data[t] = fr_add(a, b);
-    partner[t] = fr_sub(a, b);
+    var x = data[t];
+    var y = partner[t];
+    butterfly(&x, &y, table_power(j * (params.n / (2u * half))), dif);
+    data[t] = x;
+    partner[t] = y;
+}
+
+@compute @workgroup_size(64)
+fn ntt_butterflies_across_parts(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    across_parts(thread_index(id, groups), false);
+}
+
+@compute @workgroup_size(64)
+fn ntt_butterflies_across_parts_dif(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    across_parts(thread_index(id, groups), true);
 }
 
 // x[i] *= tables[factor] (1/n after an inverse transform).
@@ -251,12 +330,17 @@ fn ntt_scale(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgrou
     data[i] = fr_mul(data[i], tables[params.factor]);
 }
 
-// x[i] *= base^i (bellperson's distribute_powers: the coset shift by g or g^-1).
+// x[i] *= base^i (bellperson's distribute_powers: the coset shift by g or g^-1), base^rev(i)
+// on bit-reversed data; times tables[factor] too when `scaled`.
 @compute @workgroup_size(64)
 fn ntt_distribute_powers(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
-    data[i] = fr_mul(data[i], table_power(params.first + i));
+    var e = params.first + i;
+    if (params.bit_reversed != 0u) { e = reverse_low_bits(e, params.log_n); }
+    var power = table_power(e);
+    if (params.scaled != 0u) { power = fr_mul(power, tables[params.factor]); }
+    data[i] = fr_mul(data[i], power);
 }
 
 // The H step's pointwise part on the coset: a = (a·b - c) / Z, with 1/Z = tables[factor]

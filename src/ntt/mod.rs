@@ -26,7 +26,7 @@ use crate::gpu::{Compiled, DeviceVector, GpuContext, UniformArray, WideMul};
 use program::{NttEntry, NttParams, NttProgram};
 use reference::h_domain;
 pub(crate) use reference::log2_of;
-use steps::{transform_steps, Binds, Layout, Step};
+use steps::{to_coset_steps, transform_steps, Binds, Layout, Step};
 use tables::DomainTables;
 
 /// Which transform, in bellperson's terms.
@@ -67,7 +67,7 @@ pub struct NttKernels {
     pool: Option<BufferPool>,
 }
 
-/// Most stages `ButterfliesLocal` does in one pass (its tile holds 2^8 elements).
+/// Most stages a `Stages::Local` pass runs (its tile holds 2^8 elements).
 pub const MAX_LOCAL_STAGES: u32 = 8;
 
 /// How a transform's stages inside a part are grouped into passes over memory (each pass
@@ -290,8 +290,7 @@ impl NttKernels {
         let tables = self.tables(a.layout().log_n)?;
         let layout = self.layout(a);
         let mut to_coset = Vec::new();
-        transform_steps(&tables, layout, NttOp::Inverse, &mut to_coset);
-        transform_steps(&tables, layout, NttOp::CosetForward, &mut to_coset);
+        to_coset_steps(&tables, layout, &mut to_coset);
         for d in [b, c] {
             self.submit(&tables, &to_coset, [d, d, d])?;
         }

@@ -11,48 +11,76 @@ pub struct NttProgram;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NttEntry {
     BitReverse,
-    /// One butterfly stage over the whole part.
-    Butterflies,
-    /// Several stages in workgroup memory: its `count` is blocks, one workgroup each.
-    ButterfliesLocal,
-    /// Two stages in registers, four elements an invocation.
-    ButterfliesRadix4,
-    /// Three stages in registers, eight elements an invocation.
-    ButterfliesRadix8,
-    /// One stage whose pairs lie in two parts.
-    ButterfliesAcrossParts,
+    /// A pass of butterfly stages.
+    Butterflies(Stages, Decimation),
     Scale,
     DistributePowers,
     /// (a·b - c) / Z on the coset, the H step's middle.
     HCombine,
 }
 
-/// Invocations per workgroup of every entry point but `ButterfliesLocal`.
+/// How many butterfly stages a pass runs, and where their pairs are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stages {
+    /// One stage over the whole part.
+    One,
+    /// Several stages in workgroup memory: its `count` is blocks, one workgroup each.
+    Local,
+    /// Two stages in registers, four elements an invocation.
+    Radix4,
+    /// Three stages in registers, eight elements an invocation.
+    Radix8,
+    /// One stage whose pairs lie in two parts.
+    AcrossParts,
+}
+
+/// The butterfly of a transform: decimation in time (natural order out of bit-reversed
+/// input) or in frequency (bit-reversed order out of natural input).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Decimation {
+    Time,
+    Frequency,
+}
+
+/// Invocations per workgroup of every entry point but `Stages::Local`'s.
 const WORKGROUP: u32 = 64;
-/// `ButterfliesLocal`: pairs per block (its tile holds 2^8 elements).
+/// `Stages::Local`: pairs per block (its tile holds 2^8 elements).
 pub const LOCAL_WORKGROUP: u32 = 128;
 
 impl EntryPoint for NttEntry {
     const ALL: &'static [Self] = &[
         NttEntry::BitReverse,
-        NttEntry::Butterflies,
-        NttEntry::ButterfliesLocal,
-        NttEntry::ButterfliesRadix4,
-        NttEntry::ButterfliesRadix8,
-        NttEntry::ButterfliesAcrossParts,
+        NttEntry::Butterflies(Stages::One, Decimation::Time),
+        NttEntry::Butterflies(Stages::One, Decimation::Frequency),
+        NttEntry::Butterflies(Stages::Local, Decimation::Time),
+        NttEntry::Butterflies(Stages::Local, Decimation::Frequency),
+        NttEntry::Butterflies(Stages::Radix4, Decimation::Time),
+        NttEntry::Butterflies(Stages::Radix4, Decimation::Frequency),
+        NttEntry::Butterflies(Stages::Radix8, Decimation::Time),
+        NttEntry::Butterflies(Stages::Radix8, Decimation::Frequency),
+        NttEntry::Butterflies(Stages::AcrossParts, Decimation::Time),
+        NttEntry::Butterflies(Stages::AcrossParts, Decimation::Frequency),
         NttEntry::Scale,
         NttEntry::DistributePowers,
         NttEntry::HCombine,
     ];
 
     fn name(self) -> &'static str {
+        use Decimation::{Frequency, Time};
         match self {
             NttEntry::BitReverse => "ntt_bit_reverse",
-            NttEntry::Butterflies => "ntt_butterflies",
-            NttEntry::ButterfliesLocal => "ntt_butterflies_local",
-            NttEntry::ButterfliesRadix4 => "ntt_butterflies_radix4",
-            NttEntry::ButterfliesRadix8 => "ntt_butterflies_radix8",
-            NttEntry::ButterfliesAcrossParts => "ntt_butterflies_across_parts",
+            NttEntry::Butterflies(Stages::One, Time) => "ntt_butterflies",
+            NttEntry::Butterflies(Stages::One, Frequency) => "ntt_butterflies_dif",
+            NttEntry::Butterflies(Stages::Local, Time) => "ntt_butterflies_local",
+            NttEntry::Butterflies(Stages::Local, Frequency) => "ntt_butterflies_local_dif",
+            NttEntry::Butterflies(Stages::Radix4, Time) => "ntt_butterflies_radix4",
+            NttEntry::Butterflies(Stages::Radix4, Frequency) => "ntt_butterflies_radix4_dif",
+            NttEntry::Butterflies(Stages::Radix8, Time) => "ntt_butterflies_radix8",
+            NttEntry::Butterflies(Stages::Radix8, Frequency) => "ntt_butterflies_radix8_dif",
+            NttEntry::Butterflies(Stages::AcrossParts, Time) => "ntt_butterflies_across_parts",
+            NttEntry::Butterflies(Stages::AcrossParts, Frequency) => {
+                "ntt_butterflies_across_parts_dif"
+            }
             NttEntry::Scale => "ntt_scale",
             NttEntry::DistributePowers => "ntt_distribute_powers",
             NttEntry::HCombine => "ntt_h_combine",
@@ -61,7 +89,7 @@ impl EntryPoint for NttEntry {
 
     fn workgroup_size(self) -> u32 {
         match self {
-            NttEntry::ButterfliesLocal => LOCAL_WORKGROUP,
+            NttEntry::Butterflies(Stages::Local, _) => LOCAL_WORKGROUP,
             _ => WORKGROUP,
         }
     }
@@ -71,7 +99,7 @@ impl NttEntry {
     /// Invocations of a dispatch whose parameter block says `count`.
     pub fn threads(self, count: u32) -> u64 {
         match self {
-            NttEntry::ButterfliesLocal => count as u64 * LOCAL_WORKGROUP as u64,
+            NttEntry::Butterflies(Stages::Local, _) => count as u64 * LOCAL_WORKGROUP as u64,
             _ => count as u64,
         }
     }
@@ -94,9 +122,11 @@ pub struct NttParams {
     pub partner_part: u32,
     pub stage: u32,
     pub stages: u32,
-    pub _pad0: u32,
-    pub _pad1: u32,
-    pub _pad2: u32,
+    /// `DistributePowers`: the data is in bit-reversed order.
+    pub bit_reversed: u32,
+    /// `DistributePowers`: multiply by `tables[factor]` too.
+    pub scaled: u32,
+    pub _pad: u32,
 }
 
 impl Program for NttProgram {
@@ -125,9 +155,9 @@ impl Program for NttProgram {
             partner_part,
             stage,
             stages,
-            _pad0,
-            _pad1,
-            _pad2,
+            bit_reversed,
+            scaled,
+            _pad,
         }),
     )];
 

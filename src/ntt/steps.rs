@@ -1,7 +1,7 @@
 //! The dispatches of a transform over a vector in parts: which entry point, with which
 //! parameters, over which parts.
 
-use super::program::{NttEntry, NttParams};
+use super::program::{Decimation, NttEntry, NttParams, Stages};
 use super::tables::{DomainTables, COSET, COSET_INV, OMEGA, OMEGA_INV};
 use super::{LaterPasses, NttOp, StagePasses};
 
@@ -29,114 +29,215 @@ pub struct Layout {
     pub passes: StagePasses,
 }
 
+/// The order a transform's stages run in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// Decimation in time, from natural order (a bit reversal first) or from bit-reversed
+    /// order: natural order out.
+    Time { bit_reverse: bool },
+    /// Decimation in frequency: natural order in, bit-reversed order out, no bit reversal.
+    Frequency,
+}
+
 /// Appends the dispatches of `op` over a vector of 2^log_n elements in 2^part_bits parts.
 pub fn transform_steps(tables: &DomainTables, layout: Layout, op: NttOp, steps: &mut Vec<Step>) {
-    let push = |steps: &mut Vec<Step>, entry, params, binds| {
-        steps.push(Step {
-            entry,
-            params,
-            binds,
-        })
-    };
-    let Layout {
-        log_n,
-        part_bits,
-        passes,
-    } = layout;
-    let parts = 1u32 << part_bits;
-    let part_len = 1u32 << (log_n - part_bits);
-    let base_params = |base: usize, part: u32| NttParams {
-        n: 1 << log_n,
-        log_n,
-        table: base as u32 * tables.stride,
-        split: tables.split,
-        factor: tables.minv,
-        count: part_len,
-        first: part * part_len,
-        part_bits,
-        part,
-        ..Default::default()
-    };
-    let per_part = |steps: &mut Vec<Step>, entry, base| {
-        for p in 0..parts {
-            push(steps, entry, base_params(base, p), Binds::Part(p as usize));
+    let plan = Plan::new(tables, layout);
+    let natural = Order::Time { bit_reverse: true };
+    match op {
+        NttOp::Forward => plan.transform(steps, OMEGA, natural),
+        NttOp::Inverse => {
+            plan.transform(steps, OMEGA_INV, natural);
+            plan.per_part(steps, NttEntry::Scale, OMEGA, Powers::default());
         }
+        NttOp::CosetInverse => {
+            plan.transform(steps, OMEGA_INV, natural);
+            let scaled = Powers {
+                scaled: true,
+                ..Powers::default()
+            };
+            plan.per_part(steps, NttEntry::DistributePowers, COSET_INV, scaled);
+        }
+        NttOp::CosetForward => {
+            plan.per_part(steps, NttEntry::DistributePowers, COSET, Powers::default());
+            plan.transform(steps, OMEGA, natural);
+        }
+    }
+}
+
+/// Appends the dispatches of `ifft` then `coset_fft` (the H step's way from evaluations on
+/// the domain to evaluations on the coset) without a bit reversal: the inverse transform in
+/// frequency leaves the coefficients in bit-reversed order, where they are scaled by 1/n and
+/// g^k, and the forward transform in time starts from that order.
+pub fn to_coset_steps(tables: &DomainTables, layout: Layout, steps: &mut Vec<Step>) {
+    let plan = Plan::new(tables, layout);
+    plan.transform(steps, OMEGA_INV, Order::Frequency);
+    let powers = Powers {
+        bit_reversed: true,
+        scaled: true,
     };
-    let transform = |steps: &mut Vec<Step>, base: usize| {
-        // Bit reversal: every pair of parts (p, q), p <= q, swaps the elements between them.
-        for p in 0..parts {
-            for q in p..parts {
-                let params = NttParams {
-                    count: part_len >> part_bits,
-                    partner_part: q,
-                    ..base_params(base, p)
-                };
-                let binds = if p == q {
-                    Binds::Part(p as usize)
-                } else {
-                    Binds::Pair(p as usize, q as usize)
-                };
-                push(steps, NttEntry::BitReverse, params, binds);
+    plan.per_part(steps, NttEntry::DistributePowers, COSET, powers);
+    plan.transform(steps, OMEGA, Order::Time { bit_reverse: false });
+}
+
+/// How `DistributePowers` multiplies.
+#[derive(Clone, Copy, Default)]
+struct Powers {
+    /// The data is in bit-reversed order.
+    bit_reversed: bool,
+    /// By 1/n as well.
+    scaled: bool,
+}
+
+/// The dispatches of transforms over one layout.
+struct Plan<'a> {
+    tables: &'a DomainTables,
+    layout: Layout,
+}
+
+impl<'a> Plan<'a> {
+    fn new(tables: &'a DomainTables, layout: Layout) -> Self {
+        Plan { tables, layout }
+    }
+
+    fn parts(&self) -> u32 {
+        1 << self.layout.part_bits
+    }
+
+    fn part_len(&self) -> u32 {
+        1 << (self.layout.log_n - self.layout.part_bits)
+    }
+
+    /// The parameters every dispatch over part `part` with powers of `base` shares.
+    fn base_params(&self, base: usize, part: u32) -> NttParams {
+        let Layout {
+            log_n, part_bits, ..
+        } = self.layout;
+        NttParams {
+            n: 1 << log_n,
+            log_n,
+            table: base as u32 * self.tables.stride,
+            split: self.tables.split,
+            factor: self.tables.minv,
+            count: self.part_len(),
+            first: part * self.part_len(),
+            part_bits,
+            part,
+            ..Default::default()
+        }
+    }
+
+    /// `entry` over every part.
+    fn per_part(&self, steps: &mut Vec<Step>, entry: NttEntry, base: usize, powers: Powers) {
+        for p in 0..self.parts() {
+            let params = NttParams {
+                bit_reversed: u32::from(powers.bit_reversed),
+                scaled: u32::from(powers.scaled),
+                ..self.base_params(base, p)
+            };
+            steps.push(Step {
+                entry,
+                params,
+                binds: Binds::Part(p as usize),
+            });
+        }
+    }
+
+    /// The transform with powers of `base` (ω or ω^-1), its stages in `order`.
+    fn transform(&self, steps: &mut Vec<Step>, base: usize, order: Order) {
+        let Layout {
+            log_n,
+            part_bits,
+            passes,
+        } = self.layout;
+        let (parts, part_len) = (self.parts(), self.part_len());
+        let decimation = match order {
+            Order::Time { .. } => Decimation::Time,
+            Order::Frequency => Decimation::Frequency,
+        };
+        let mut stage_steps = Vec::new();
+        if order == (Order::Time { bit_reverse: true }) {
+            // Bit reversal: every pair of parts (p, q), p <= q, swaps the elements between
+            // them.
+            for p in 0..parts {
+                for q in p..parts {
+                    let params = NttParams {
+                        count: part_len >> part_bits,
+                        partner_part: q,
+                        ..self.base_params(base, p)
+                    };
+                    let binds = if p == q {
+                        Binds::Part(p as usize)
+                    } else {
+                        Binds::Pair(p as usize, q as usize)
+                    };
+                    steps.push(Step {
+                        entry: NttEntry::BitReverse,
+                        params,
+                        binds,
+                    });
+                }
             }
         }
         // Stages within a part: a first workgroup-memory pass (contiguous blocks), then the
-        // later passes.
+        // later passes; each pass's dispatches over the parts together.
         let part_log = log_n - part_bits;
         let mut s = 0;
         while s < part_log {
             let left = part_log - s;
             let first = s == 0 && passes.local > 0;
-            let (entry, stages) = match passes.later {
-                _ if first => (NttEntry::ButterfliesLocal, passes.local.min(left)),
-                LaterPasses::Local if passes.local > 0 => {
-                    (NttEntry::ButterfliesLocal, passes.local.min(left))
-                }
-                LaterPasses::Radix8 if left >= 3 => (NttEntry::ButterfliesRadix8, 3),
-                LaterPasses::Radix4 if left >= 2 => (NttEntry::ButterfliesRadix4, 2),
-                _ => (NttEntry::Butterflies, 1),
+            let (kernel, stages) = match passes.later {
+                _ if first => (Stages::Local, passes.local.min(left)),
+                LaterPasses::Local if passes.local > 0 => (Stages::Local, passes.local.min(left)),
+                LaterPasses::Radix8 if left >= 3 => (Stages::Radix8, 3),
+                LaterPasses::Radix4 if left >= 2 => (Stages::Radix4, 2),
+                _ => (Stages::One, 1),
             };
-            for p in 0..parts {
-                let count = match entry {
-                    NttEntry::Butterflies => part_len / 2,
-                    _ => part_len >> stages,
-                };
-                let params = NttParams {
-                    half: 1 << s,
-                    stage: s,
-                    stages,
-                    count,
-                    ..base_params(base, p)
-                };
-                push(steps, entry, params, Binds::Part(p as usize));
-            }
+            let entry = NttEntry::Butterflies(kernel, decimation);
+            let pass: Vec<Step> = (0..parts)
+                .map(|p| {
+                    let count = match kernel {
+                        Stages::One => part_len / 2,
+                        _ => part_len >> stages,
+                    };
+                    let params = NttParams {
+                        half: 1 << s,
+                        stage: s,
+                        stages,
+                        count,
+                        ..self.base_params(base, p)
+                    };
+                    Step {
+                        entry,
+                        params,
+                        binds: Binds::Part(p as usize),
+                    }
+                })
+                .collect();
+            stage_steps.push(pass);
             s += stages;
         }
         // Stages whose pairs lie in two parts, one at a time.
         for s in part_log..log_n {
             let half = 1u32 << s;
             let apart = half / part_len;
-            for p in (0..parts).filter(|p| p % (2 * apart) < apart) {
-                let params = NttParams {
-                    half,
-                    ..base_params(base, p)
-                };
-                let binds = Binds::Pair(p as usize, (p + apart) as usize);
-                push(steps, NttEntry::ButterfliesAcrossParts, params, binds);
-            }
+            let pass = (0..parts)
+                .filter(|p| p % (2 * apart) < apart)
+                .map(|p| Step {
+                    entry: NttEntry::Butterflies(Stages::AcrossParts, decimation),
+                    params: NttParams {
+                        half,
+                        ..self.base_params(base, p)
+                    },
+                    binds: Binds::Pair(p as usize, (p + apart) as usize),
+                })
+                .collect();
+            stage_steps.push(pass);
         }
-    };
-    match op {
-        NttOp::Forward => transform(steps, OMEGA),
-        NttOp::Inverse | NttOp::CosetInverse => {
-            transform(steps, OMEGA_INV);
-            per_part(steps, NttEntry::Scale, OMEGA);
-            if op == NttOp::CosetInverse {
-                per_part(steps, NttEntry::DistributePowers, COSET_INV);
-            }
+        // In frequency the passes run from the top stage down (each runs its own stages
+        // from the top down).
+        if order == Order::Frequency {
+            stage_steps.reverse();
         }
-        NttOp::CosetForward => {
-            per_part(steps, NttEntry::DistributePowers, COSET);
-            transform(steps, OMEGA);
-        }
+        steps.extend(stage_steps.into_iter().flatten());
     }
 }
