@@ -853,17 +853,22 @@ fn a_proof_that_fails_verify_seal_fails_its_job_alone() {
     });
 }
 
-/// `request` sent to a daemon comparing with `job` (see [`comparison_for`]) on the CPU: the
+/// `request` sent to a daemon comparing with `job` (see [`comparison_for`]) on `engines`: the
 /// proof over the wire equals bellperson's and its parameters are resident as `circuit_id`.
-/// The runtime and client, for more.
+/// The runtime, the client and bellperson's bytes, for more.
 fn assert_over_the_wire_equals_bellperson(
     job: &impl ProofJob,
     circuit_id: &str,
     seed: u64,
+    engines: Vec<Arc<ProverEngine>>,
     request: SubmitProofRequest,
-) -> (tokio::runtime::Runtime, ProvingEngineClient<Channel>) {
+) -> (
+    tokio::runtime::Runtime,
+    ProvingEngineClient<Channel>,
+    Vec<u8>,
+) {
     let (comparison, expected) = comparison_for(job, circuit_id, seed);
-    let backend = FilecoinBackend::comparing(vec![Arc::new(ProverEngine::cpu())], comparison);
+    let backend = FilecoinBackend::comparing(engines, comparison);
     let (runtime, mut client) = start(Arc::new(backend), 4);
     runtime.block_on(async {
         let done = prove(&mut client, request).await;
@@ -881,11 +886,17 @@ fn assert_over_the_wire_equals_bellperson(
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].circuit_id, circuit_id);
     });
-    (runtime, client)
+    (runtime, client, expected)
+}
+
+fn cpu_engines(count: usize) -> Vec<Arc<ProverEngine>> {
+    (0..count).map(|_| Arc::new(ProverEngine::cpu())).collect()
 }
 
 /// A Winning PoSt of the 2 KiB sector (its vanilla proof made as Curio makes it) sent over the
-/// wire equals bellperson's; a job naming another sector size fails alone.
+/// wire to a daemon of two engines equals bellperson's; `PreloadSRS` puts a copy of the
+/// parameters on each engine, and jobs on both lanes at once equal it too; a job naming
+/// another sector size fails alone.
 #[test]
 fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
     let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1;
@@ -910,9 +921,36 @@ fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
         randomness: randomness.to_vec(),
         ..Default::default()
     };
-    let (runtime, mut client) =
-        assert_over_the_wire_equals_bellperson(&post, "winning-2k", 41, request("winning", 2048));
+    let (runtime, mut client, expected) = assert_over_the_wire_equals_bellperson(
+        &post,
+        "winning-2k",
+        41,
+        cpu_engines(2),
+        request("winning", 2048),
+    );
     runtime.block_on(async {
+        let one_copy = get_status(&mut client).await.loaded_srs[0].size_bytes;
+        let preloaded = client
+            .preload_srs(PreloadSrsRequest {
+                circuit_id: "winning-2k".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!preloaded.already_loaded, "the second engine had no copy");
+        let status = get_status(&mut client).await;
+        assert_eq!(status.gpus.len(), 2, "a lane on each engine");
+        assert_eq!(status.loaded_srs[0].size_bytes, 2 * one_copy);
+        let jobs = [
+            submit(&mut client, request("lane-a", 2048)).await,
+            submit(&mut client, request("lane-b", 2048)).await,
+        ];
+        for job in jobs {
+            let done = wait(&mut client, &job.job_id, 0).await;
+            assert!(done.proof == expected, "{}", done.error_message);
+            assert_eq!(done.srs_load_ms, 0);
+        }
+
         let other_size = prove(&mut client, request("other", 32 << 30)).await;
         assert_eq!(other_size.status, Status::Failed as i32);
         assert!(
@@ -949,7 +987,7 @@ fn a_2kib_window_post_partition_over_the_wire_equals_bellperson() {
         randomness: randomness.to_vec(),
         ..Default::default()
     };
-    assert_over_the_wire_equals_bellperson(&post, "wpost-2k", 43, request);
+    assert_over_the_wire_equals_bellperson(&post, "wpost-2k", 43, cpu_engines(1), request);
 }
 
 /// A SnapDeals update of the 2 KiB sector (vanilla partition proofs made as Curio makes them)
@@ -977,7 +1015,7 @@ fn a_2kib_snapdeals_update_over_the_wire_equals_bellperson() {
         comm_d_new: update.comm_d_new.to_vec(),
         ..Default::default()
     };
-    assert_over_the_wire_equals_bellperson(&job, "snap-2k", 45, request);
+    assert_over_the_wire_equals_bellperson(&job, "snap-2k", 45, cpu_engines(1), request);
 }
 
 /// The daemon binary on a loopback port: it serves, a bad job fails alone, and SIGTERM ends
