@@ -571,8 +571,8 @@ fn the_load_generator_counts_each_job_of_each_run_once() {
     });
 }
 
-/// What the Filecoin backend cannot prove fails that job with a message, and the daemon
-/// goes on serving.
+/// What the Filecoin backend cannot prove (malformed payloads, a sector size without
+/// parameters) fails that job with a message, and the daemon goes on serving.
 #[test]
 fn bad_jobs_fail_alone() {
     let backend = Arc::new(FilecoinBackend::new(vec![Arc::new(ProverEngine::cpu())]));
@@ -612,11 +612,17 @@ fn bad_jobs_fail_alone() {
             ..of_kind("e", ProofKind::SnapDealsUpdate, 0)
         };
         let unspecified = of_kind("f", ProofKind::Unspecified, 0);
+        // A real C2 whose sector size has no parameters in the cache.
+        let no_parameters = c2_request("g", common::MINER_ID);
         for (request, why) in [
             (winning, "not a FallbackPoStSectorProof"),
             (window, "randomness must be 32 bytes, not 31"),
             (snap, "comm_r_new must be 32 bytes, not 8"),
             (unspecified, "unknown proof kind 0"),
+            (
+                no_parameters,
+                "Groth16 parameters for StackedDrg2KiBV1_1 (2 KiB) not found",
+            ),
         ] {
             let failed = prove(&mut client, request).await;
             assert_eq!(failed.status, Status::Failed as i32);
@@ -638,7 +644,7 @@ fn bad_jobs_fail_alone() {
         let status = get_status(&mut client).await;
         assert_eq!(
             (status.total_proofs_completed, status.total_proofs_failed),
-            (0, 6)
+            (0, 7)
         );
         assert!(status.loaded_srs.is_empty());
     });
