@@ -22,7 +22,8 @@ struct NttParams {
     // Index in `tables` of the base's lo table; its hi table follows 2^split entries later.
     table: u32,
     split: u32,
-    // Index in `tables` of the factor ntt_scale and ntt_h_combine multiply by.
+    // Index in `tables` of the factor ntt_scale, ntt_h_combine and a scaled
+    // ntt_distribute_powers multiply by.
     factor: u32,
     // Invocations of this dispatch.
     count: u32,
