@@ -266,6 +266,36 @@ fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
 }
 
 #[test]
+fn gpu_lost_without_cpu_fallback_fails_the_proof_and_the_next() {
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    // A device of its own: this test destroys it.
+    let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
+    let engine = Arc::new(ProverEngine::on_device(own, MsmConfig::default()).unwrap());
+    engine.set_cpu_fallback(false);
+    let params = params_for(BitsHeavy::blank(200), 13);
+    let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+    let circuit = BitsHeavy::new((0..200).map(|i| i % 5 == 0).collect());
+    let (r, s) = (Scalar::random(rng(72)), Scalar::random(rng(73)));
+    let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
+    assert_eq!(
+        proof_bytes(&prover.prove(circuit.clone(), r, s).unwrap()),
+        proof_bytes(&expected)
+    );
+
+    engine.device().unwrap().device.destroy();
+    let lost = prover.prove(circuit.clone(), r, s).unwrap_err();
+    assert!(lost.is_gpu_failure(), "{lost}");
+    assert!(engine.gpu_failed(), "the loss must be noticed");
+    let next = prover.prove(circuit, r, s).unwrap_err();
+    assert!(
+        next.to_string().contains("does not fall back to the CPU"),
+        "{next}"
+    );
+}
+
+#[test]
 fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
     let params = params_for(FilecoinLike::blank(8).unwrap(), 12);
     let timeline = Arc::new(Timeline::new());

@@ -49,6 +49,11 @@ enum Command {
         /// and host memory grow with it.
         #[arg(long, default_value_t = 1)]
         jobs_per_gpu: usize,
+        /// Fail the job when its GPU fails (a lost device, an allocation refused), and every
+        /// later job of that GPU's lanes, instead of redoing the work on the CPU: a 32 GiB C2
+        /// takes hours there, and Curio can retry the job on another machine.
+        #[arg(long)]
+        no_cpu_fallback: bool,
     },
     /// Send a running daemon JOBS POREP_SEAL_COMMIT jobs of one C1 output from CLIENTS
     /// concurrent clients (one job in flight each) and print proofs a second, wall time,
@@ -131,13 +136,17 @@ fn main() -> ExitCode {
             preload,
             gpus,
             jobs_per_gpu,
+            no_cpu_fallback,
         } => serve(
             &cli.device,
             &listen,
             max_pending,
             &preload,
-            gpus,
-            jobs_per_gpu,
+            Lanes {
+                gpus,
+                jobs_per_gpu,
+                cpu_fallback: !no_cpu_fallback,
+            },
         ),
         Command::Load {
             address,
@@ -157,17 +166,26 @@ fn main() -> ExitCode {
     }
 }
 
+/// What `serve` proves on.
+struct Lanes {
+    gpus: usize,
+    jobs_per_gpu: usize,
+    cpu_fallback: bool,
+}
+
 fn serve(
     device: &DeviceArgs,
     listen: &str,
     max_pending: usize,
     preload: &[String],
-    gpus: usize,
-    jobs_per_gpu: usize,
+    lanes: Lanes,
 ) -> Result<ExitCode, String> {
     let selector = device.selector().map_err(|e| e.to_string())?;
-    let engines = open_engines(&selector, gpus)?;
-    let backend = Arc::new(FilecoinBackend::new(engines).with_jobs_per_engine(jobs_per_gpu));
+    let engines = open_engines(&selector, lanes.gpus)?;
+    for engine in &engines {
+        engine.set_cpu_fallback(lanes.cpu_fallback);
+    }
+    let backend = Arc::new(FilecoinBackend::new(engines).with_jobs_per_engine(lanes.jobs_per_gpu));
     for circuit_id in preload {
         use wgpu_groth16_daemon::scheduler::Backend;
         let (_, took) = backend.preload(circuit_id)?;

@@ -364,7 +364,8 @@ impl Scheduler {
         }
     }
 
-    /// Each lane and the job it runs (id, proof kind).
+    /// Each lane as the backend describes it now (a failed GPU says so) and the job it runs
+    /// (id, proof kind).
     pub fn lanes(&self) -> Vec<LaneStatus> {
         let state = self.inner.lock();
         let mut current = vec![None; self.inner.lanes.len()];
@@ -374,9 +375,9 @@ impl Scheduler {
             }
         }
         self.inner
-            .lanes
-            .iter()
-            .cloned()
+            .backend
+            .lanes()
+            .into_iter()
             .zip(current)
             .map(|(lane, current_job)| LaneStatus { lane, current_job })
             .collect()

@@ -675,7 +675,8 @@ fn comparison_for(job: &impl ProofJob, circuit_id: &str, seed: u64) -> (Comparis
     (comparison, proofs_to_bytes(&theirs).unwrap())
 }
 
-/// The GPU the tests prove on: lavapipe in CI, where its absence fails the test.
+/// A GPU engine of its own for a test (a device of its own): lavapipe in CI, where its
+/// absence fails the test.
 fn gpu_engine() -> Arc<ProverEngine> {
     let config = ProverConfig {
         backend: wgpu_groth16::groth16::Backend::Gpu(Default::default()),
@@ -963,6 +964,66 @@ fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
             other_size.error_message.contains("sector_size"),
             "{}",
             other_size.error_message
+        );
+    });
+}
+
+/// A daemon whose GPU is lost, without the CPU fallback (`serve --no-cpu-fallback`): the job
+/// running then fails with the GPU's error, later jobs of that lane fail at once, and the
+/// daemon goes on answering.
+#[test]
+fn a_lost_gpu_without_cpu_fallback_fails_its_jobs_alone() {
+    let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1;
+    let randomness = common::randomness(47);
+    let vanilla = common::post_vanilla(proof, &randomness);
+    let post = PostJob::winning(
+        proof,
+        randomness,
+        common::sealed().prover_id,
+        vanilla.clone(),
+    )
+    .unwrap();
+    // An engine on a device of its own: this test destroys it.
+    let engine = gpu_engine();
+    engine.set_cpu_fallback(false);
+    let request = |request_id: &str| SubmitProofRequest {
+        request_id: request_id.into(),
+        proof_kind: ProofKind::WinningPost as i32,
+        sector_size: 2048,
+        registered_proof: 0,
+        vanilla_proofs: vanilla.clone(),
+        miner_id: common::MINER_ID,
+        randomness: randomness.to_vec(),
+        ..Default::default()
+    };
+    let (runtime, mut client, _) = assert_over_the_wire_equals_bellperson(
+        &post,
+        "winning-2k",
+        47,
+        vec![engine.clone()],
+        request("before"),
+    );
+    engine.device().unwrap().device.destroy();
+    runtime.block_on(async {
+        let lost = prove(&mut client, request("lost")).await;
+        assert_eq!(lost.status, Status::Failed as i32);
+        assert!(!lost.error_message.is_empty());
+        let next = prove(&mut client, request("next")).await;
+        assert_eq!(next.status, Status::Failed as i32);
+        assert!(
+            next.error_message.contains("does not fall back to the CPU"),
+            "{}",
+            next.error_message
+        );
+        let status = get_status(&mut client).await;
+        assert_eq!(
+            (status.total_proofs_completed, status.total_proofs_failed),
+            (1, 2)
+        );
+        assert!(
+            status.gpus[0].name.ends_with("failed"),
+            "{}",
+            status.gpus[0].name
         );
     });
 }

@@ -188,6 +188,8 @@ pub struct ProverEngine {
     gpu: Option<GpuEngine>,
     /// Set after a GPU failure.
     failed: AtomicBool,
+    /// Whether a failed GPU step is redone on the CPU (the default) or returns its error.
+    cpu_fallback: AtomicBool,
 }
 
 impl ProverEngine {
@@ -196,6 +198,7 @@ impl ProverEngine {
         ProverEngine {
             gpu: None,
             failed: AtomicBool::new(false),
+            cpu_fallback: AtomicBool::new(true),
         }
     }
 
@@ -214,6 +217,7 @@ impl ProverEngine {
         Ok(ProverEngine {
             gpu: Some(GpuEngine::new(gpu, msm, vram_budget)?),
             failed: AtomicBool::new(false),
+            cpu_fallback: AtomicBool::new(true),
         })
     }
 
@@ -278,17 +282,27 @@ impl ProverEngine {
             .filter(|_| !self.failed.load(Ordering::Relaxed))
     }
 
-    /// Whether a GPU step failed and the engine now computes on the CPU.
+    /// Whether a GPU step failed (the engine computes on the CPU from then on, or refuses
+    /// work without its CPU fallback).
     pub fn gpu_failed(&self) -> bool {
         self.failed.load(Ordering::Relaxed)
+    }
+
+    /// With `false`, a GPU failure fails the work (and every later work) with the GPU's
+    /// error instead of redoing it on the CPU: for a service whose jobs would take hours on
+    /// the CPU and are better retried elsewhere. An engine without a GPU computes on the CPU
+    /// either way.
+    pub fn set_cpu_fallback(&self, on: bool) {
+        self.cpu_fallback.store(on, Ordering::Relaxed);
     }
 
     /// A description for logs and reports: the adapter, or "CPU".
     pub fn describe(&self) -> String {
         match &self.gpu {
-            Some(gpu) if self.gpu_failed() => {
+            Some(gpu) if self.gpu_failed() && self.cpu_fallback.load(Ordering::Relaxed) => {
                 format!("{}, failed: CPU from now on", gpu.describe())
             }
+            Some(gpu) if self.gpu_failed() => format!("{}, failed", gpu.describe()),
             Some(gpu) => gpu.describe(),
             None => CpuEngine.describe(),
         }
@@ -296,15 +310,27 @@ impl ProverEngine {
 
     /// Runs `work` on the GPU while it is usable, else on the CPU; a GPU failure (any error
     /// but bad input or an internal one, which the CPU would meet as well) is logged, marks
-    /// the engine failed, and the work is redone on the CPU.
+    /// the engine failed, and the work is redone on the CPU, or returned without the CPU
+    /// fallback ([`set_cpu_fallback`](Self::set_cpu_fallback)).
     pub fn run<W: Work>(&self, work: &mut W) -> Result<W::Output> {
+        let fallback = self.cpu_fallback.load(Ordering::Relaxed);
         let Some(gpu) = self.usable_gpu() else {
+            if let (Some(gpu), false) = (&self.gpu, fallback) {
+                return Err(Error::Device(format!(
+                    "{} failed earlier, and this engine does not fall back to the CPU",
+                    gpu.describe()
+                )));
+            }
             return work.run(&CpuEngine);
         };
         match work.run(gpu) {
             Err(e) if e.is_gpu_failure() => {
-                log::warn!("GPU failed in {}, finishing on the CPU: {e}", work.what());
                 self.failed.store(true, Ordering::Relaxed);
+                if !fallback {
+                    log::error!("GPU failed in {}: {e}", work.what());
+                    return Err(e);
+                }
+                log::warn!("GPU failed in {}, finishing on the CPU: {e}", work.what());
                 work.run(&CpuEngine)
             }
             other => other,
