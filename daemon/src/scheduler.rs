@@ -150,7 +150,9 @@ struct Inner {
     state: Mutex<State>,
     work: Condvar,
     backend: Arc<dyn Backend>,
-    lanes: Vec<Lane>,
+    /// One worker each; their names come from the backend at each call (they change when a
+    /// GPU fails).
+    lane_count: usize,
     max_pending: usize,
     started: Instant,
 }
@@ -177,16 +179,16 @@ impl Scheduler {
     /// Starts one worker per lane of `backend`, accepting at most `max_pending` jobs not yet
     /// started.
     pub fn start(backend: Arc<dyn Backend>, max_pending: usize) -> Arc<Self> {
-        let lanes = backend.lanes();
+        let lane_count = backend.lanes().len();
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
             work: Condvar::new(),
             backend,
-            lanes,
+            lane_count,
             max_pending,
             started: Instant::now(),
         });
-        let workers = (0..inner.lanes.len())
+        let workers = (0..inner.lane_count)
             .map(|lane| {
                 let inner = inner.clone();
                 std::thread::Builder::new()
@@ -368,7 +370,7 @@ impl Scheduler {
     /// (id, proof kind).
     pub fn lanes(&self) -> Vec<LaneStatus> {
         let state = self.inner.lock();
-        let mut current = vec![None; self.inner.lanes.len()];
+        let mut current = vec![None; self.inner.lane_count];
         for (id, job) in &state.jobs {
             if let Phase::Running { lane, .. } = job.phase {
                 current[lane] = Some((id.clone(), kind_name(job.request.proof_kind)));

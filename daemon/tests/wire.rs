@@ -900,36 +900,60 @@ fn cpu_engines(count: usize) -> Vec<Arc<ProverEngine>> {
     (0..count).map(|_| Arc::new(ProverEngine::cpu())).collect()
 }
 
+/// A Winning PoSt of the shared 2 KiB sector for the challenge randomness of `seed`: the
+/// job, and Curio's request for it.
+struct Winning {
+    post: PostJob,
+    vanilla: Vec<Vec<u8>>,
+    randomness: [u8; 32],
+}
+
+impl Winning {
+    fn new(seed: u64) -> Self {
+        let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1;
+        let randomness = common::randomness(seed);
+        let vanilla = common::post_vanilla(proof, &randomness);
+        let post = PostJob::winning(
+            proof,
+            randomness,
+            common::sealed().prover_id,
+            vanilla.clone(),
+        )
+        .unwrap();
+        Winning {
+            post,
+            vanilla,
+            randomness,
+        }
+    }
+
+    /// The request for it, naming `sector_size`-byte sectors.
+    fn request(&self, request_id: &str, sector_size: u64) -> SubmitProofRequest {
+        SubmitProofRequest {
+            request_id: request_id.into(),
+            proof_kind: ProofKind::WinningPost as i32,
+            sector_size,
+            // Curio's number of StackedDrgWinning2KiBV1.
+            registered_proof: 0,
+            priority: Priority::Critical as i32,
+            vanilla_proofs: self.vanilla.clone(),
+            miner_id: common::MINER_ID,
+            randomness: self.randomness.to_vec(),
+            ..Default::default()
+        }
+    }
+}
+
 /// A Winning PoSt of the 2 KiB sector (its vanilla proof made as Curio makes it) sent over the
 /// wire to a daemon of two engines equals bellperson's; `PreloadSRS` puts a copy of the
 /// parameters on each engine, and jobs on both lanes at once equal it too; a job naming
 /// another sector size fails alone.
 #[test]
 fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
-    let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1;
-    let randomness = common::randomness(41);
-    let vanilla = common::post_vanilla(proof, &randomness);
-    let post = PostJob::winning(
-        proof,
-        randomness,
-        common::sealed().prover_id,
-        vanilla.clone(),
-    )
-    .unwrap();
-    let request = |request_id: &str, sector_size: u64| SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: ProofKind::WinningPost as i32,
-        sector_size,
-        // Curio's number of StackedDrgWinning2KiBV1.
-        registered_proof: 0,
-        priority: Priority::Critical as i32,
-        vanilla_proofs: vanilla.clone(),
-        miner_id: common::MINER_ID,
-        randomness: randomness.to_vec(),
-        ..Default::default()
-    };
+    let winning = Winning::new(41);
+    let request = |request_id: &str, sector_size: u64| winning.request(request_id, sector_size);
     let (runtime, mut client, expected) = assert_over_the_wire_equals_bellperson(
-        &post,
+        &winning.post,
         "winning-2k",
         41,
         cpu_engines(2),
@@ -973,31 +997,13 @@ fn a_2kib_winning_post_over_the_wire_equals_bellperson() {
 /// daemon goes on answering.
 #[test]
 fn a_lost_gpu_without_cpu_fallback_fails_its_jobs_alone() {
-    let proof = filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1;
-    let randomness = common::randomness(47);
-    let vanilla = common::post_vanilla(proof, &randomness);
-    let post = PostJob::winning(
-        proof,
-        randomness,
-        common::sealed().prover_id,
-        vanilla.clone(),
-    )
-    .unwrap();
+    let winning = Winning::new(47);
     // An engine on a device of its own: this test destroys it.
     let engine = gpu_engine();
     engine.set_cpu_fallback(false);
-    let request = |request_id: &str| SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: ProofKind::WinningPost as i32,
-        sector_size: 2048,
-        registered_proof: 0,
-        vanilla_proofs: vanilla.clone(),
-        miner_id: common::MINER_ID,
-        randomness: randomness.to_vec(),
-        ..Default::default()
-    };
+    let request = |request_id: &str| winning.request(request_id, 2048);
     let (runtime, mut client, _) = assert_over_the_wire_equals_bellperson(
-        &post,
+        &winning.post,
         "winning-2k",
         47,
         vec![engine.clone()],
