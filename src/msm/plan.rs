@@ -9,7 +9,8 @@ pub struct MsmConfig {
     /// Cap on any one buffer binding, below the device's own limit. Tests lower it so the
     /// chunked path runs at small n on lavapipe.
     pub max_binding_bytes: Option<u64>,
-    /// Sorted entries per accumulation thread: smaller means more parallel and more levels.
+    /// Sorted entries per accumulation thread ([`SEGMENTS`]): smaller means more parallel and
+    /// more levels.
     /// `None` takes the curve's default (`GpuCurve::SEGMENT`).
     pub segment: Option<u32>,
     /// Force the window size in bits (4..=[`MAX_WINDOW_BITS`]); `None` picks it from n
@@ -36,6 +37,10 @@ pub const CHUNK_ALIGN: u64 = 256;
 pub const MAX_WINDOW_BITS: u32 = 22;
 /// Widest window chosen from n.
 pub const AUTO_WINDOW_BITS: u32 = 20;
+
+/// Entries an accumulation thread may take. Each segment leaves two partial slots for the
+/// next level, so a list of t + 1 entries shrinks to 4 slots: segments below 4 never end.
+pub const SEGMENTS: std::ops::RangeInclusive<u32> = 4..=1024;
 
 /// llvmpipe stops shader loops after 65535 iterations. The reduction loop makes two
 /// iterations per bucket plus two per bit of the group offset, so groups stay below this.
@@ -94,7 +99,17 @@ impl MsmPlan {
         binding_limit: u64,
         config: &MsmConfig,
     ) -> Result<Self> {
-        let mut segment = config.segment.unwrap_or(32).clamp(2, 1024);
+        let mut segment = match config.segment {
+            None => 32,
+            Some(t) if SEGMENTS.contains(&t) => t,
+            Some(t) => {
+                return Err(Error::InvalidInput(format!(
+                    "an accumulation segment of {t} entries is outside {}..={}",
+                    SEGMENTS.start(),
+                    SEGMENTS.end()
+                )))
+            }
+        };
         let candidates: Vec<u32> = match config.window_bits {
             Some(c) if (4..=MAX_WINDOW_BITS).contains(&c) => vec![c],
             Some(c) => {
@@ -128,7 +143,7 @@ impl MsmPlan {
         // until a chunk of 256 points fits.
         let fitting =
             |segment| points_fitting(binding_limit, windows, segment, affine_bytes, xyzz_bytes);
-        while fitting(segment) < CHUNK_ALIGN.min(n as u64) && segment < 1024 {
+        while fitting(segment) < CHUNK_ALIGN.min(n as u64) && segment < *SEGMENTS.end() {
             segment *= 2;
         }
         let fit = fitting(segment);
@@ -297,6 +312,32 @@ mod tests {
         let plan = MsmPlan::new(1 << 20, 96, 192, 2 * GIB, &MsmConfig::default()).unwrap();
         assert!(*plan.level_bounds.last().unwrap() <= plan.segment as u64);
         assert!(plan.level_bounds.windows(2).all(|w| w[1] < w[0]));
+    }
+
+    #[test]
+    fn every_segment_allowed_ends_its_levels_and_smaller_ones_are_errors() {
+        for segment in [2, 3, 1025] {
+            let config = MsmConfig {
+                segment: Some(segment),
+                ..Default::default()
+            };
+            let err = MsmPlan::new(1 << 12, 96, 192, 2 * GIB, &config).unwrap_err();
+            assert!(matches!(err, Error::InvalidInput(_)), "{segment}: {err}");
+        }
+        for segment in [4, 5, 7, 64, 1024] {
+            let config = MsmConfig {
+                segment: Some(segment),
+                ..Default::default()
+            };
+            for n in [1, 5, 1000, 1 << 14] {
+                let plan = MsmPlan::new(n, 96, 192, 2 * GIB, &config).unwrap();
+                assert!(*plan.level_bounds.last().unwrap() <= segment as u64);
+                assert!(
+                    plan.level_bounds.windows(2).all(|w| w[1] < w[0]),
+                    "{plan:?}"
+                );
+            }
+        }
     }
 
     #[test]
