@@ -191,8 +191,23 @@ fn ntt_butterflies_local_dif(@builtin(local_invocation_index) lid: u32, @builtin
     local_stages(lid, wid.x + wid.y * groups.x, true);
 }
 
+// Stage s of a radix-4 pass: x0 with x1 and x2 with x3.
+fn radix4_lower(x0: ptr<function, Fr>, x1: ptr<function, Fr>, x2: ptr<function, Fr>, x3: ptr<function, Fr>, r: u32, dif: bool) {
+    let w0 = table_power(r * (params.n >> (params.stage + 1u)));
+    butterfly(x0, x1, w0, dif);
+    butterfly(x2, x3, w0, dif);
+}
+
+// Stage s + 1 of a radix-4 pass: x0 with x2 and x1 with x3.
+fn radix4_upper(x0: ptr<function, Fr>, x1: ptr<function, Fr>, x2: ptr<function, Fr>, x3: ptr<function, Fr>, r: u32, dif: bool) {
+    let step1 = params.n >> (params.stage + 2u);
+    butterfly(x0, x2, table_power(r * step1), dif);
+    butterfly(x1, x3, table_power((r + (1u << params.stage)) * step1), dif);
+}
+
 // Two consecutive stages s, s+1 in registers, four elements an invocation (as
-// ntt_butterflies_radix8, with half its registers).
+// ntt_butterflies_radix8, with half its registers); straight-line code, the stages in either
+// order.
 fn radix4_stages(t: u32, dif: bool) {
     if (t >= params.count) { return; }
     let s = params.stage;
@@ -202,17 +217,12 @@ fn radix4_stages(t: u32, dif: bool) {
     var x1 = data[base + (1u << s)];
     var x2 = data[base + (2u << s)];
     var x3 = data[base + (3u << s)];
-    // Stage s, then s + 1 (in frequency: s + 1, then s).
-    for (var k = 0u; k < 2u; k++) {
-        if ((k == 0u) != dif) {
-            let w0 = table_power(r * (params.n >> (s + 1u)));
-            butterfly(&x0, &x1, w0, dif);
-            butterfly(&x2, &x3, w0, dif);
-        } else {
-            let step1 = params.n >> (s + 2u);
-            butterfly(&x0, &x2, table_power(r * step1), dif);
-            butterfly(&x1, &x3, table_power((r + (1u << s)) * step1), dif);
-        }
+    if (dif) {
+        radix4_upper(&x0, &x1, &x2, &x3, r, dif);
+        radix4_lower(&x0, &x1, &x2, &x3, r, dif);
+    } else {
+        radix4_lower(&x0, &x1, &x2, &x3, r, dif);
+        radix4_upper(&x0, &x1, &x2, &x3, r, dif);
     }
     data[base] = x0;
     data[base + (1u << s)] = x1;
