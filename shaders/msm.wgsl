@@ -131,22 +131,10 @@ fn accumulate_segment(seg: u32, from_bases: bool) {
     points_out[2u * seg] = xyzz_identity();
     keys_out[2u * seg + 1u] = entry_key(end - 1u, from_bases);
     points_out[2u * seg + 1u] = xyzz_identity();
-    // Level 0 loads each entry two iterations ahead and its base one ahead, so the gather
-    // from the bases overlaps the previous addition instead of stalling the next one.
-    var entry_ahead = vec2<u32>(NO_KEY, 0u);
-    var entry = vec2<u32>(NO_KEY, 0u);
-    var base_ahead: Affine;
-    if (from_bases) {
-        entry = sorted[start];
-        base_ahead = bases[entry.y & ~SIGN_BIT];
-        if (start + 1u < end) { entry_ahead = sorted[start + 1u]; }
-    }
     // i == end closes the last run.
     for (var i = start; i <= end; i++) {
         var key = NO_KEY;
-        if (i < end) {
-            if (from_bases) { key = entry.x; } else { key = keys_in[i]; }
-        }
+        if (i < end) { key = entry_key(i, from_bases); }
         if (key != run_key) {
             let starts_here = run_start > start || start == 0u || entry_key(start - 1u, from_bases) != run_key;
             let ends_here = i < end || end == len || entry_key(end, from_bases) != run_key;
@@ -165,12 +153,8 @@ fn accumulate_segment(seg: u32, from_bases: bool) {
         }
         if (i < end) {
             if (from_bases) {
-                let negate = (entry.y & SIGN_BIT) != 0u;
-                let base = base_ahead;
-                entry = entry_ahead;
-                if (i + 1u < end) { base_ahead = bases[entry.y & ~SIGN_BIT]; }
-                if (i + 2u < end) { entry_ahead = sorted[i + 2u]; }
-                acc = xyzz_add(acc, xyzz_from_affine(base, negate), true);
+                let e = sorted[i].y;
+                acc = xyzz_add(acc, xyzz_from_affine(bases[e & ~SIGN_BIT], (e & SIGN_BIT) != 0u), true);
             } else {
                 acc = xyzz_add(acc, points_in[i], false);
             }
