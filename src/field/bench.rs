@@ -8,7 +8,7 @@ use crate::gpu::program::{concat, UniformLayout};
 use crate::gpu::{Binding, Compiled, EntryPoint, GpuContext, Program, WideMul};
 use crate::uniform_layout;
 use blstrs::{Fp, Scalar};
-use ff::Field;
+use ff::{Field, PrimeField};
 use std::time::{Duration, Instant};
 
 /// How hard to push each kernel.
@@ -170,11 +170,19 @@ struct Kernel<E> {
     ceiling: Option<(&'static str, u32)>,
 }
 
-/// The CIOS multiply does two n-limb rows of multiply-accumulates per limb. At best each is
-/// one 32-bit multiply instruction (a widening multiply-add), so the adapter's u32 multiply
-/// rate over that count bounds either path.
-fn cios_ceiling(limbs: usize) -> Option<(&'static str, u32)> {
-    Some(("u32 mul", 2 * (limbs * limbs) as u32))
+/// Each path's multiply does two rows of limb products per limb: over the n 32-bit words
+/// (portable: CIOS) or over 29-bit limbs (int64: `MulForm::Lazy29` in xtask). At best each
+/// product is one 32-bit multiply instruction (a widening multiply-add), so the adapter's u32
+/// multiply rate over that count bounds the path.
+/// Bits of BLS12-381's p (blstrs' Fp is no `PrimeField`).
+const FQ_BITS: u32 = 381;
+
+fn mul_ceiling(wide: WideMul, bits: u32, words: usize) -> Option<(&'static str, u32)> {
+    let limbs = match wide {
+        WideMul::Portable => words as u32,
+        WideMul::Int64 => bits.div_ceil(29),
+    };
+    Some(("u32 mul", 2 * limbs * limbs))
 }
 
 /// Runs every throughput kernel this device supports.
@@ -197,14 +205,14 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
                 E::FqMulChain,
                 Chain::FqMul,
                 1,
-                cios_ceiling(Fp::LIMBS),
+                mul_ceiling(wide, FQ_BITS, Fp::LIMBS),
             ),
             kernel(
                 "fr mul",
                 E::FrMulChain,
                 Chain::FrMul,
                 1,
-                cios_ceiling(Scalar::LIMBS),
+                mul_ceiling(wide, Scalar::NUM_BITS, Scalar::LIMBS),
             ),
         ];
         // The plain u32 multiply does not depend on the path: measure it once.

@@ -8,14 +8,14 @@ const FR: &str = include_str!("../../shaders/gen/fr.wgsl");
 /// Fq2 = Fq[u] / (u^2 + 1), over [`fq`].
 pub const FQ2: &str = include_str!("../../shaders/fq2.wgsl");
 
-/// Fq and its multiplication as the `wide` path writes it: unrolled on the int64 path (the
-/// fastest code measured on the H200), rolled on the portable path, which serves GL and
-/// software adapters, where compiling the unrolled form took most of a cold run
-/// (BENCHMARKS.md, "Cold start on llvmpipe GL").
+/// Fq and its multiplication as the `wide` path writes it: over 29-bit limbs in u64
+/// accumulators on the int64 path (the fastest code measured on the H200), a rolled CIOS
+/// through `mac` on the portable path, which serves GL and software adapters, where compiling
+/// an unrolled form took most of a cold run (BENCHMARKS.md, "Cold start on llvmpipe GL").
 pub fn fq(wide: WideMul) -> [&'static str; 2] {
     match wide {
         WideMul::Portable => [FQ, include_str!("../../shaders/gen/fq_mul_rolled.wgsl")],
-        WideMul::Int64 => [FQ, include_str!("../../shaders/gen/fq_mul_unrolled.wgsl")],
+        WideMul::Int64 => [FQ, include_str!("../../shaders/gen/fq_mul_lazy29.wgsl")],
     }
 }
 
@@ -23,7 +23,7 @@ pub fn fq(wide: WideMul) -> [&'static str; 2] {
 pub fn fr(wide: WideMul) -> [&'static str; 2] {
     match wide {
         WideMul::Portable => [FR, include_str!("../../shaders/gen/fr_mul_rolled.wgsl")],
-        WideMul::Int64 => [FR, include_str!("../../shaders/gen/fr_mul_unrolled.wgsl")],
+        WideMul::Int64 => [FR, include_str!("../../shaders/gen/fr_mul_lazy29.wgsl")],
     }
 }
 

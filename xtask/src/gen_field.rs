@@ -1,9 +1,10 @@
-//! Generates the unrolled WGSL for the prime fields (`shaders/gen/*.wgsl`).
+//! Generates the WGSL for the prime fields (`shaders/gen/*.wgsl`).
 //!
 //! Each field is written over little-endian u32 limbs in Montgomery form with R = 2^(32·N),
-//! the same representation blstrs keeps in memory, so host values upload without conversion.
-//! Everything is unrolled with the modulus inlined as literals: drivers keep such code in
-//! registers, while loops over dynamically indexed arrays spill.
+//! the same representation blstrs keeps in memory, so host values upload without conversion;
+//! the multiplication comes in two forms ([`MulForm`]), one a wide-multiply path. The code is
+//! unrolled, or loops with constant indices only, with the modulus inlined as literals:
+//! drivers keep such code in registers, while dynamically indexed arrays spill.
 
 use num_bigint::BigUint;
 use num_traits::{One, Zero};
@@ -45,12 +46,12 @@ pub fn outputs() -> Vec<(&'static str, String)> {
         ("shaders/gen/fq.wgsl", generate(&FQ)),
         ("shaders/gen/fr.wgsl", generate(&FR)),
         (
-            "shaders/gen/fq_mul_unrolled.wgsl",
-            generate_mul(&FQ, MulForm::Unrolled),
+            "shaders/gen/fq_mul_lazy29.wgsl",
+            generate_mul(&FQ, MulForm::Lazy29),
         ),
         (
-            "shaders/gen/fr_mul_unrolled.wgsl",
-            generate_mul(&FR, MulForm::Unrolled),
+            "shaders/gen/fr_mul_lazy29.wgsl",
+            generate_mul(&FR, MulForm::Lazy29),
         ),
         (
             "shaders/gen/fq_mul_rolled.wgsl",
@@ -66,14 +67,22 @@ pub fn outputs() -> Vec<(&'static str, String)> {
 /// How a field's Montgomery multiplication is written out.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum MulForm {
-    /// Every round written out: the fastest code on the H200 (int64 path).
-    Unrolled,
-    /// One round in a loop over b's limbs, b shifted down a limb per round so that every
-    /// index is a constant (an index by the loop counter makes Mesa unroll the loop again).
-    /// A twelfth of the code: llvmpipe's LLVM spent most of a cold GL run compiling the
-    /// unrolled form (BENCHMARKS.md, "Cold start on llvmpipe GL").
+    /// CIOS over the 32-bit limbs through `mac`, one round in a loop over b's limbs, b
+    /// shifted down a limb per round so that every index is a constant (an index by the loop
+    /// counter makes Mesa unroll the loop again). Small code for the portable path:
+    /// llvmpipe's LLVM spent most of a cold GL run compiling an unrolled form (BENCHMARKS.md,
+    /// "Cold start on llvmpipe GL").
     Rolled,
+    /// Unrolled over 29-bit limbs held in 64-bit accumulators (the int64 path): a product of
+    /// two limbs is below 2^58, so an accumulator takes one without a carry out, and carries
+    /// move once a round. Each limb product is one multiply-add into a u64, where the 32-bit
+    /// CIOS spends two more additions with carries on it: on the H200 the G1 MSM's
+    /// accumulation ran 1.30x faster than with the unrolled CIOS (BENCHMARKS.md).
+    Lazy29,
 }
+
+/// Bits of a limb in [`MulForm::Lazy29`].
+const LAZY_BITS: usize = 29;
 
 fn limbs_of(x: &BigUint, n: usize) -> Vec<u32> {
     let mut digits = x.to_u32_digits();
@@ -276,15 +285,61 @@ pub fn generate(spec: &FieldSpec) -> String {
     s
 }
 
-/// `{f}_mul` written in `form`; needs the field's own file and a wide-multiply file (mac).
-pub fn generate_mul(spec: &FieldSpec, form: MulForm) -> String {
-    let Constants {
-        n, p_limbs, inv, ..
-    } = Constants::of(spec);
+/// The bits [start, start + width) of x as a u32 expression over its 32-bit words `v[k]`
+/// (`n` words; bits past the top read as zero).
+fn bits_of_words(v: &str, n: usize, start: usize, width: usize) -> String {
+    let (k, shift) = (start / 32, start % 32);
+    let mut parts = vec![if shift == 0 {
+        format!("{v}[{k}]")
+    } else {
+        format!("({v}[{k}] >> {shift}u)")
+    }];
+    if shift + width > 32 && k + 1 < n {
+        parts.push(format!("({v}[{}] << {}u)", k + 1, 32 - shift));
+    }
+    let mask = if width == 32 {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    };
+    if width < 32 {
+        format!("(({}) & 0x{mask:08x}u)", parts.join(" | "))
+    } else {
+        parts.join(" | ")
+    }
+}
+
+/// [`MulForm::Lazy29`]: the Montgomery product with R = 2^(32·n) over 29-bit limbs, in
+/// rounds of 29 bits and one last round of the bits left (7 for Fq, 24 for Fr).
+fn generate_lazy_mul(spec: &FieldSpec) -> String {
+    let Constants { n, inv, .. } = Constants::of(spec);
     let (f, t) = (spec.prefix, spec.type_name);
-    let form_name = match form {
-        MulForm::Unrolled => "unrolled",
-        MulForm::Rolled => "rolled",
+    let p = BigUint::parse_bytes(spec.modulus_hex.as_bytes(), 16).expect("modulus hex");
+    let bits = LAZY_BITS;
+    let limbs = (p.bits() as usize).div_ceil(bits);
+    let total = 32 * n;
+    let full_rounds = total / bits;
+    let last_bits = total % bits;
+    let rounds = full_rounds + usize::from(last_bits > 0);
+    // Every limb of b is added in a round of its own; the rounds divide by exactly R.
+    assert_eq!(rounds, limbs, "{f}: rounds and limbs of b differ");
+    // T < 2p at the end: T·2^(last bits) fits `out_limbs` limbs, the last ones carries only.
+    let out_limbs = (p.bits() as usize + 1 + last_bits).div_ceil(bits);
+    // A slot lives `limbs` rounds and takes two products (< 2^58) a round, plus carries.
+    assert!(2 * limbs as u64 * (1u64 << (2 * bits)) < 1u64 << 63);
+    let mask = (1u64 << bits) - 1;
+    let p_lazy: Vec<u64> = {
+        let mut rest = p.clone();
+        (0..limbs)
+            .map(|_| {
+                let limb = (&rest & BigUint::from(mask))
+                    .to_u64_digits()
+                    .first()
+                    .copied();
+                rest >>= bits;
+                limb.unwrap_or(0)
+            })
+            .collect()
     };
 
     let mut s = String::new();
@@ -295,7 +350,128 @@ pub fn generate_mul(spec: &FieldSpec, form: MulForm) -> String {
     );
     emit!(
         w,
-        "// {}: Montgomery multiplication, {form_name} (see `MulForm` there).",
+        "// {}: Montgomery multiplication over {limbs} limbs of {bits} bits in u64 accumulators (see `MulForm::Lazy29` there).",
+        spec.description
+    );
+    emit!(
+        w,
+        "// Needs {f}.wgsl and SHADER_INT64.
+"
+    );
+    emit!(w, "// Montgomery product a·b·R^-1 mod p, R = 2^{total}: {full_rounds} rounds of {bits} bits and one of {last_bits}.");
+    emit!(w, "fn {f}_mul(a: {t}, b: {t}) -> {t} {{");
+    for j in 0..limbs {
+        emit!(
+            w,
+            "    let a{j} = u64({});",
+            bits_of_words("a", n, j * bits, bits)
+        );
+    }
+    for j in 0..limbs {
+        emit!(
+            w,
+            "    let b{j} = u64({});",
+            bits_of_words("b", n, j * bits, bits)
+        );
+    }
+    for j in 0..limbs {
+        emit!(w, "    var s{j} = u64(0u);");
+    }
+    emit!(w, "    var m: u32;");
+    // Logical slot j of round i is the variable s((i + j) mod limbs): the shift down by a
+    // limb after each round is a renaming.
+    for i in 0..rounds {
+        let slot = |j: usize| format!("s{}", (i + j) % limbs);
+        let round_bits = if i < full_rounds { bits } else { last_bits };
+        let round_mask = (1u64 << round_bits) - 1;
+        emit!(
+            w,
+            "    // round {i}: + a·b{i}, then + m·p to clear the low {round_bits} bits"
+        );
+        for j in 0..limbs {
+            emit!(w, "    {} += a{j} * b{i};", slot(j));
+        }
+        emit!(
+            w,
+            "    m = (u32({}) * 0x{:08x}u) & 0x{round_mask:08x}u;",
+            slot(0),
+            inv
+        );
+        for (j, pj) in p_lazy.iter().enumerate() {
+            emit!(w, "    {} += u64(m) * u64(0x{pj:08x}u);", slot(j));
+        }
+        if i + 1 < rounds {
+            emit!(w, "    {} += {} >> {bits}u;", slot(1), slot(0));
+            emit!(w, "    {} = u64(0u);", slot(0));
+        }
+    }
+    // The last round left its slots (limb j at s((rounds - 1 + j) mod limbs)) holding
+    // T·2^(last bits): carry them into 29-bit limbs, then read T's words from bit last_bits.
+    let last = |j: usize| format!("s{}", (rounds - 1 + j) % limbs);
+    emit!(
+        w,
+        "    // carries, then T's words from bit {last_bits} of the limbs"
+    );
+    emit!(w, "    var c = u64(0u);");
+    for j in 0..out_limbs {
+        if j < limbs {
+            emit!(w, "    c += {};", last(j));
+        }
+        emit!(w, "    let l{j} = u32(c) & 0x{mask:08x}u;");
+        if j + 1 < out_limbs {
+            emit!(w, "    c = c >> {bits}u;");
+        }
+    }
+    let words: Vec<String> = (0..n)
+        .map(|k| {
+            let start = last_bits + 32 * k;
+            let pieces: Vec<String> = (0..out_limbs)
+                .filter(|j| j * bits < start + 32 && (j + 1) * bits > start)
+                .map(|j| {
+                    let at = j * bits;
+                    if at >= start {
+                        format!("(l{j} << {}u)", at - start)
+                    } else {
+                        format!("(l{j} >> {}u)", start - at)
+                    }
+                })
+                .collect();
+            pieces.join(" | ")
+        })
+        .collect();
+    emit!(
+        w,
+        "    return {f}_reduce_once({t}({}));
+}}",
+        words.join(",\n        ")
+    );
+    s
+}
+
+/// `{f}_mul` written in `form`; needs the field's own file.
+pub fn generate_mul(spec: &FieldSpec, form: MulForm) -> String {
+    match form {
+        MulForm::Rolled => generate_rolled_mul(spec),
+        MulForm::Lazy29 => generate_lazy_mul(spec),
+    }
+}
+
+/// [`MulForm::Rolled`]; needs a wide-multiply file (mac) too.
+fn generate_rolled_mul(spec: &FieldSpec) -> String {
+    let Constants {
+        n, p_limbs, inv, ..
+    } = Constants::of(spec);
+    let (f, t) = (spec.prefix, spec.type_name);
+
+    let mut s = String::new();
+    let w = &mut s;
+    emit!(
+        w,
+        "// @generated by `cargo xtask gen` from xtask/src/gen_field.rs: do not edit."
+    );
+    emit!(
+        w,
+        "// {}: Montgomery multiplication, rolled (see `MulForm::Rolled` there).",
         spec.description
     );
     emit!(w, "// Needs {f}.wgsl and one wide-multiply file (mac).\n");
@@ -309,37 +485,27 @@ pub fn generate_mul(spec: &FieldSpec, form: MulForm) -> String {
         w,
         "    var x: vec2<u32>;\n    var y: vec2<u32>;\n    var m: u32;"
     );
-    // One round: t = (t + a·limb + m·p) / 2^32, with m making the low word vanish.
-    let round = |w: &mut String, indent: &str, limb: &str| {
-        emit!(w, "{indent}x = mac(t0, a[0], {limb}, 0u); t0 = x.x;");
-        emit!(w, "{indent}m = t0 * 0x{inv:08x}u;");
-        emit!(w, "{indent}y = mac(t0, m, 0x{:08x}u, 0u);", p_limbs[0]);
-        for (j, pj) in p_limbs.iter().enumerate().skip(1) {
-            emit!(w, "{indent}x = mac(t{j}, a[{j}], {limb}, x.y); t{j} = x.x;");
-            emit!(
-                w,
-                "{indent}y = mac(t{j}, m, 0x{pj:08x}u, y.y); t{} = y.x;",
-                j - 1
-            );
-        }
-        emit!(w, "{indent}t{} = x.y + y.y;", n - 1);
-    };
-    match form {
-        MulForm::Unrolled => {
-            for i in 0..n {
-                emit!(w, "    // round {i}");
-                round(w, "    ", &format!("b[{i}]"));
-            }
-        }
-        MulForm::Rolled => {
-            let shifted: Vec<String> = (1..n).map(|i| format!("rest[{i}]")).collect();
-            emit!(w, "    var rest = b;");
-            emit!(w, "    for (var i = 0u; i < {n}u; i++) {{");
-            round(w, "        ", "rest[0]");
-            emit!(w, "        rest = {t}({}, 0u);", shifted.join(", "));
-            emit!(w, "    }}");
-        }
+    // One round a limb of b: t = (t + a·limb + m·p) / 2^32, with m making the low word vanish.
+    let shifted: Vec<String> = (1..n).map(|i| format!("rest[{i}]")).collect();
+    emit!(w, "    var rest = b;");
+    emit!(w, "    for (var i = 0u; i < {n}u; i++) {{");
+    emit!(w, "        x = mac(t0, a[0], rest[0], 0u); t0 = x.x;");
+    emit!(w, "        m = t0 * 0x{inv:08x}u;");
+    emit!(w, "        y = mac(t0, m, 0x{:08x}u, 0u);", p_limbs[0]);
+    for (j, pj) in p_limbs.iter().enumerate().skip(1) {
+        emit!(
+            w,
+            "        x = mac(t{j}, a[{j}], rest[0], x.y); t{j} = x.x;"
+        );
+        emit!(
+            w,
+            "        y = mac(t{j}, m, 0x{pj:08x}u, y.y); t{} = y.x;",
+            j - 1
+        );
     }
+    emit!(w, "        t{} = x.y + y.y;", n - 1);
+    emit!(w, "        rest = {t}({}, 0u);", shifted.join(", "));
+    emit!(w, "    }}");
     let ts: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
     emit!(
         w,
