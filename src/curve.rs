@@ -5,6 +5,7 @@
 //! without an inversion.
 
 use crate::field::{wgsl, GpuField};
+use crate::gpu::WideMul;
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -27,8 +28,8 @@ pub trait GpuCurve: Send + Sync + 'static {
     /// Name of the curve's MSM program in labels and messages.
     const MSM_NAME: &'static str;
     /// The WGSL of the coordinate field under the name `Field` (over Fq's, which programs
-    /// include first), for `shaders/curve.wgsl`.
-    const FIELD_WGSL: &'static [&'static str];
+    /// include first) as the `wide` path writes it, for `shaders/curve.wgsl`.
+    fn field_wgsl(wide: WideMul) -> Vec<&'static str>;
     /// Default sorted entries per MSM accumulation thread, measured on the H200: G1 is flat
     /// over 16..128 (64 keeps 2^24 points in one chunk under a 2 GiB binding limit); G2 at
     /// 2^22 (9685ae2) took 362.6 ms with 8 (4 chunks), 335.2 with 16 (2 chunks), 314.4
@@ -97,7 +98,7 @@ pub trait GpuCurve: Send + Sync + 'static {
     }
 }
 
-/// XYZZ point addition over `Field` (shaders/curve.wgsl), after a curve's [`GpuCurve::FIELD_WGSL`].
+/// XYZZ point addition over `Field` (shaders/curve.wgsl), after a curve's [`GpuCurve::field_wgsl`].
 pub const CURVE_WGSL: &str = include_str!("../shaders/curve.wgsl");
 
 // SAFETY (both impls): G1Affine / G2Affine are repr(transparent) over blst's affine points,
@@ -145,8 +146,11 @@ impl GpuCurve for G1 {
     type Base = Fp;
     const NAME: &'static str = "g1";
     const MSM_NAME: &'static str = "MsmG1";
-    const FIELD_WGSL: &'static [&'static str] = &[include_str!("../shaders/g1_field.wgsl")];
     const SEGMENT: u32 = 64;
+
+    fn field_wgsl(_: WideMul) -> Vec<&'static str> {
+        vec![include_str!("../shaders/g1_field.wgsl")]
+    }
 
     fn affine_bytes(points: &[G1Affine]) -> &[u8] {
         bytes_of(points)
@@ -176,9 +180,13 @@ impl GpuCurve for G2 {
     type Base = Fp2;
     const NAME: &'static str = "g2";
     const MSM_NAME: &'static str = "MsmG2";
-    const FIELD_WGSL: &'static [&'static str] =
-        &[wgsl::FQ2, include_str!("../shaders/g2_field.wgsl")];
     const SEGMENT: u32 = 32;
+
+    fn field_wgsl(wide: WideMul) -> Vec<&'static str> {
+        let mut parts = wgsl::fq2(wide).to_vec();
+        parts.push(include_str!("../shaders/g2_field.wgsl"));
+        parts
+    }
 
     fn affine_bytes(points: &[G2Affine]) -> &[u8] {
         bytes_of(points)

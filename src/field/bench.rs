@@ -137,7 +137,8 @@ impl Program for FieldBenchProgram {
 
     fn source(wide: WideMul) -> String {
         let mut parts = wgsl::with_fq_and_fr(wide);
-        parts.extend([wgsl::FQ2, include_str!("../../shaders/field_bench.wgsl")]);
+        parts.extend(wgsl::fq2(wide));
+        parts.extend([include_str!("../../shaders/field_bench.wgsl")]);
         concat(&parts)
     }
 }

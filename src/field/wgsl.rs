@@ -5,8 +5,17 @@ use crate::gpu::WideMul;
 
 const FQ: &str = include_str!("../../shaders/gen/fq.wgsl");
 const FR: &str = include_str!("../../shaders/gen/fr.wgsl");
-/// Fq2 = Fq[u] / (u^2 + 1), over [`fq`].
-pub const FQ2: &str = include_str!("../../shaders/fq2.wgsl");
+const FQ2: &str = include_str!("../../shaders/fq2.wgsl");
+
+/// Fq2 = Fq[u] / (u^2 + 1), over [`fq`], and its multiplication as the `wide` path writes
+/// it: two sums of products reduced once each on the int64 path (`fq_mul_sum`), Karatsuba
+/// on the portable path.
+pub fn fq2(wide: WideMul) -> [&'static str; 2] {
+    match wide {
+        WideMul::Portable => [FQ2, include_str!("../../shaders/fq2_mul_karatsuba.wgsl")],
+        WideMul::Int64 => [FQ2, include_str!("../../shaders/fq2_mul_sums.wgsl")],
+    }
+}
 
 /// Fq and its multiplication as the `wide` path writes it: over 29-bit limbs in u64
 /// accumulators on the int64 path (the fastest code measured on the H200), a rolled CIOS

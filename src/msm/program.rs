@@ -107,7 +107,7 @@ impl<C: GpuCurve> Program for MsmProgram<C> {
     fn source(wide: WideMul) -> String {
         let mut parts = vec![DISPATCH_WGSL];
         parts.extend(wgsl::with_fq_and_fr(wide));
-        parts.extend(C::FIELD_WGSL);
+        parts.extend(C::field_wgsl(wide));
         parts.extend([CURVE_WGSL, include_str!("../../shaders/msm.wgsl")]);
         concat(&parts)
     }
