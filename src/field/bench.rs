@@ -169,19 +169,35 @@ struct Kernel<E> {
     /// Counted operations per loop iteration.
     ops_per_iteration: u64,
     ceiling: Option<(&'static str, u32)>,
+    /// Loop trips llvmpipe counts per chain iteration (see [`MAX_LOOP_TRIPS`]).
+    loop_trips: u32,
 }
+
+/// Loop trips of one field multiplication's chain iteration as llvmpipe counts them: the
+/// portable multiply is a loop over the `words` of b, and the chain and that loop cost about
+/// two more (found on lavapipe: the portable Fr chain is right at 6553 iterations, 65530 trips
+/// so counted, and wrong at 7281); the int64 multiply is unrolled.
+fn mul_loop_trips(wide: WideMul, words: usize) -> u32 {
+    match wide {
+        WideMul::Portable => 2 + words as u32,
+        WideMul::Int64 => 1,
+    }
+}
+
+/// Bits of BLS12-381's p (blstrs' Fp is no `PrimeField`).
+const FQ_BITS: u32 = 381;
+
+/// Bits of a limb of the int64 path's multiplication (`LAZY_BITS` in xtask/src/gen_field.rs).
+const LAZY_LIMB_BITS: u32 = 29;
 
 /// Each path's multiply does two rows of limb products per limb: over the n 32-bit words
 /// (portable: CIOS) or over 29-bit limbs (int64: `MulForm::Lazy29` in xtask). At best each
 /// product is one 32-bit multiply instruction (a widening multiply-add), so the adapter's u32
 /// multiply rate over that count bounds the path.
-/// Bits of BLS12-381's p (blstrs' Fp is no `PrimeField`).
-const FQ_BITS: u32 = 381;
-
 fn mul_ceiling(wide: WideMul, bits: u32, words: usize) -> Option<(&'static str, u32)> {
     let limbs = match wide {
         WideMul::Portable => words as u32,
-        WideMul::Int64 => bits.div_ceil(29),
+        WideMul::Int64 => bits.div_ceil(LAZY_LIMB_BITS),
     };
     Some(("u32 mul", 2 * limbs * limbs))
 }
@@ -191,22 +207,24 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
     let mut rates = Vec::new();
     for wide in gpu.supported_wide_muls() {
         let program = gpu.compile::<FieldBenchProgram>(wide)?;
-        let kernel = |operation, entry, chain, ops_per_iteration, ceiling| Kernel {
+        let kernel = |operation, entry, chain, ops_per_iteration, ceiling, loop_trips| Kernel {
             operation,
             entry,
             chain,
             ops_per_iteration,
             ceiling,
+            loop_trips,
         };
         use FieldBenchEntry as E;
         let mut kernels = vec![
-            kernel("mac", E::MacChain, Chain::Mac, 8, None),
+            kernel("mac", E::MacChain, Chain::Mac, 8, None, 1),
             kernel(
                 "fq mul",
                 E::FqMulChain,
                 Chain::FqMul,
                 1,
                 mul_ceiling(wide, FQ_BITS, Fp::LIMBS),
+                mul_loop_trips(wide, Fp::LIMBS),
             ),
             kernel(
                 "fr mul",
@@ -214,11 +232,15 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
                 Chain::FrMul,
                 1,
                 mul_ceiling(wide, Scalar::NUM_BITS, Scalar::LIMBS),
+                mul_loop_trips(wide, Scalar::LIMBS),
             ),
         ];
         // The plain u32 multiply does not depend on the path: measure it once.
         if rates.is_empty() {
-            kernels.insert(0, kernel("u32 mul", E::U32MulChain, Chain::U32Mul, 8, None));
+            kernels.insert(
+                0,
+                kernel("u32 mul", E::U32MulChain, Chain::U32Mul, 8, None, 1),
+            );
         }
         for kernel in kernels {
             let ops_per_second = measure(gpu, &program, &kernel, config)?;
@@ -239,6 +261,7 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
             chain: Chain::U64Mul,
             ops_per_iteration: 8,
             ceiling: None,
+            loop_trips: 1,
         };
         rates.insert(
             1,
@@ -274,7 +297,7 @@ fn check_chain<F: GpuField + Field>(input: &[u8], output: &[u8], iterations: u32
         let expected = x.pow_vartime([iterations as u64 + 1]);
         if *y != expected {
             return Err(Error::WrongResult(format!(
-                "{} mul chain, element {i}: gpu {y:?}, blstrs {expected:?}",
+                "{} mul chain of {iterations} iterations, element {i}: gpu {y:?}, blstrs {expected:?}",
                 F::NAME
             )));
         }
@@ -321,9 +344,10 @@ fn check_integer_chain(chain: Chain, input: &[u8], output: &[u8], iterations: u3
     Ok(())
 }
 
-/// llvmpipe (lavapipe) silently stops any shader loop after 65535 iterations, so longer
-/// chains are split into repeated dispatches.
-const MAX_LOOP_ITERATIONS: u32 = 65535;
+/// llvmpipe (lavapipe) silently stops a shader's loops after 65535 trips, and the trips of
+/// loops inside the chain's loop count too ([`mul_loop_trips`]). Longer chains are split into
+/// repeated dispatches.
+const MAX_LOOP_TRIPS: u32 = 65535;
 
 /// Operations per second of one kernel: calibrate the loop length and the number of repeated
 /// dispatches to the target time, then keep the fastest of the timed repetitions.
@@ -355,21 +379,22 @@ fn measure<P: Program>(
     };
     // Calibrate: lengthen the loop, then repeat the dispatch, until one submission lasts a
     // tenth of the target; then scale the repeats to the target.
+    let max_iterations = MAX_LOOP_TRIPS / kernel.loop_trips;
     let (mut iterations, mut dispatches) = (4u32, 1u32);
     let mut elapsed = timed(iterations, dispatches)?;
     while elapsed < config.target / 10 && dispatches < (1 << 16) {
-        if iterations < MAX_LOOP_ITERATIONS {
-            iterations = (iterations * 4).min(MAX_LOOP_ITERATIONS);
+        if iterations < max_iterations {
+            iterations = (iterations * 4).min(max_iterations);
         } else {
             dispatches *= 4;
         }
         elapsed = timed(iterations, dispatches)?;
     }
     let scale = config.target.as_secs_f64() / elapsed.as_secs_f64().max(1e-6);
-    if dispatches > 1 || iterations == MAX_LOOP_ITERATIONS {
+    if dispatches > 1 || iterations == max_iterations {
         dispatches = ((dispatches as f64 * scale) as u32).max(1);
     } else {
-        iterations = ((iterations as f64 * scale) as u32).clamp(1, MAX_LOOP_ITERATIONS);
+        iterations = ((iterations as f64 * scale) as u32).clamp(1, max_iterations);
     }
     let mut best = Duration::MAX;
     for _ in 0..config.repetitions.max(1) {

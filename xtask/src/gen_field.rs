@@ -22,6 +22,9 @@ pub struct FieldSpec {
     pub modulus_hex: &'static str,
     /// Number of 32-bit limbs.
     pub limbs: usize,
+    /// Whether the int64 path also gets `{prefix}_mul_sum` (a·b + c·d reduced once), which
+    /// the Fq2 product over this field uses.
+    pub mul_sum: bool,
 }
 
 pub const FQ: FieldSpec = FieldSpec {
@@ -30,6 +33,7 @@ pub const FQ: FieldSpec = FieldSpec {
     description: "BLS12-381 base field Fq (p, 381 bits)",
     modulus_hex: "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab",
     limbs: 12,
+    mul_sum: true,
 };
 
 pub const FR: FieldSpec = FieldSpec {
@@ -38,6 +42,7 @@ pub const FR: FieldSpec = FieldSpec {
     description: "BLS12-381 scalar field Fr (r, 255 bits)",
     modulus_hex: "73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001",
     limbs: 8,
+    mul_sum: false,
 };
 
 /// Every generated file: (path relative to the repository root, generator).
@@ -310,8 +315,7 @@ fn bits_of_words(v: &str, n: usize, start: usize, width: usize) -> String {
     }
 }
 
-/// [`MulForm::Lazy29`]: `{f}_mul`, and for Fq also `fq_mul_sum` (a·b + c·d with one
-/// reduction, for Fq2 products).
+/// [`MulForm::Lazy29`]: `{f}_mul`, and `{f}_mul_sum` where the spec asks for it.
 fn generate_lazy_mul(spec: &FieldSpec) -> String {
     let (f, bits) = (spec.prefix, LAZY_BITS);
     let mut s = String::new();
@@ -324,7 +328,7 @@ fn generate_lazy_mul(spec: &FieldSpec) -> String {
     );
     emit!(w, "// Needs {f}.wgsl and SHADER_INT64.\n");
     lazy_product(w, spec, 1);
-    if spec.prefix == FQ.prefix {
+    if spec.mul_sum {
         emit!(w, "");
         lazy_product(w, spec, 2);
     }
