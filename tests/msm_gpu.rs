@@ -270,3 +270,60 @@ fn msm_g1_from_device_scalars_equals_blstrs() {
         assert_eq!(gpu, msm_cpu::<G1>(&b, &s[..n]).unwrap());
     }
 }
+
+/// The longest loops the plan allows, which on llvmpipe come within 15% of its cap on loop
+/// trips: reduction groups as long as the plan lets them be (one thread's worth of threads),
+/// and segments of the longest length allowed, each summing one bucket (every scalar equal).
+fn longest_loops_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize, window_bits: u32) {
+    let Some(kernels) = msm_kernels::<C>(wide) else {
+        return;
+    };
+    let b = bases::<C>(15, n);
+    let long_groups = kernels.with_config(MsmConfig {
+        window_bits: Some(window_bits),
+        reduction_threads: Some(1),
+        ..Default::default()
+    });
+    assert_msm(
+        &long_groups,
+        &b,
+        &random_scalars(16, n),
+        "the longest reduction groups",
+    );
+    let longest = kernels.point_costs().longest_segment();
+    assert!(
+        n >= longest as usize,
+        "{n} points fill no segment of {longest}"
+    );
+    let long_segments = kernels.with_config(MsmConfig {
+        segment: Some(longest),
+        ..Default::default()
+    });
+    let one_scalar = vec![random_scalars(17, 1)[0]; n];
+    assert_msm(
+        &long_segments,
+        &b,
+        &one_scalar,
+        "the longest segments, one bucket each",
+    );
+}
+
+#[test]
+fn msm_g1_longest_loops_equal_blstrs_portable() {
+    longest_loops_equal_blstrs::<G1>(WideMul::Portable, 2048, 10);
+}
+
+#[test]
+fn msm_g1_longest_loops_equal_blstrs_int64() {
+    longest_loops_equal_blstrs::<G1>(WideMul::Int64, 2048, 14);
+}
+
+#[test]
+fn msm_g2_longest_loops_equal_blstrs_portable() {
+    longest_loops_equal_blstrs::<G2>(WideMul::Portable, 512, 10);
+}
+
+#[test]
+fn msm_g2_longest_loops_equal_blstrs_int64() {
+    longest_loops_equal_blstrs::<G2>(WideMul::Int64, 1024, 10);
+}

@@ -160,7 +160,8 @@ enum BenchCommand {
         /// Print the GPU time of each pass (timestamp queries) of the last run per size.
         #[arg(long)]
         profile: bool,
-        /// Sorted entries per accumulation thread, 4..=1024 (default: the curve's, 64 for G1, 32 for G2).
+        /// Sorted entries per accumulation thread, 4..=1024 (default: the curve's, 64 for G1, 32 for G2);
+        /// fewer on the portable path, where llvmpipe's loop cap bounds them (the error names the most).
         #[arg(long)]
         segment: Option<u32>,
         /// Window size in bits (default: chosen from n).

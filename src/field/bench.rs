@@ -5,7 +5,7 @@ use super::samples::random;
 use super::{wgsl, GpuField};
 use crate::error::{Error, Result};
 use crate::gpu::program::{concat, UniformLayout};
-use crate::gpu::{Binding, Compiled, EntryPoint, GpuContext, Program, WideMul};
+use crate::gpu::{Binding, Compiled, EntryPoint, GpuContext, Program, WideMul, MAX_LOOP_TRIPS};
 use crate::uniform_layout;
 use blstrs::{Fp, Scalar};
 use ff::{Field, PrimeField};
@@ -174,14 +174,10 @@ struct Kernel<E> {
 }
 
 /// Loop trips of one field multiplication's chain iteration as llvmpipe counts them: the
-/// portable multiply is a loop over the `words` of b, and the chain and that loop cost about
-/// two more (found on lavapipe: the portable Fr chain is right at 6553 iterations, 65530 trips
-/// so counted, and wrong at 7281); the int64 multiply is unrolled.
-fn mul_loop_trips(wide: WideMul, words: usize) -> u32 {
-    match wide {
-        WideMul::Portable => 2 + words as u32,
-        WideMul::Int64 => 1,
-    }
+/// chain's own loop and the multiplication's (found on lavapipe: the portable Fr chain is
+/// right at 6553 iterations, 65530 trips so counted, and wrong at 7281).
+fn chain_loop_trips<F: GpuField>(wide: WideMul) -> u32 {
+    1 + F::mul_loop_trips(wide)
 }
 
 /// Bits of BLS12-381's p (blstrs' Fp is no `PrimeField`).
@@ -224,7 +220,7 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
                 Chain::FqMul,
                 1,
                 mul_ceiling(wide, FQ_BITS, Fp::LIMBS),
-                mul_loop_trips(wide, Fp::LIMBS),
+                chain_loop_trips::<Fp>(wide),
             ),
             kernel(
                 "fr mul",
@@ -232,7 +228,7 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
                 Chain::FrMul,
                 1,
                 mul_ceiling(wide, Scalar::NUM_BITS, Scalar::LIMBS),
-                mul_loop_trips(wide, Scalar::LIMBS),
+                chain_loop_trips::<Scalar>(wide),
             ),
         ];
         // The plain u32 multiply does not depend on the path: measure it once.
@@ -344,11 +340,6 @@ fn check_integer_chain(chain: Chain, input: &[u8], output: &[u8], iterations: u3
     Ok(())
 }
 
-/// llvmpipe (lavapipe) silently stops a shader's loops after 65535 trips, and the trips of
-/// loops inside the chain's loop count too ([`mul_loop_trips`]). Longer chains are split into
-/// repeated dispatches.
-const MAX_LOOP_TRIPS: u32 = 65535;
-
 /// Operations per second of one kernel: calibrate the loop length and the number of repeated
 /// dispatches to the target time, then keep the fastest of the timed repetitions.
 fn measure<P: Program>(
@@ -378,7 +369,8 @@ fn measure<P: Program>(
         Ok(start.elapsed())
     };
     // Calibrate: lengthen the loop, then repeat the dispatch, until one submission lasts a
-    // tenth of the target; then scale the repeats to the target.
+    // tenth of the target; then scale the repeats to the target. Chains stay under
+    // llvmpipe's loop cap: past it they repeat the dispatch instead.
     let max_iterations = MAX_LOOP_TRIPS / kernel.loop_trips;
     let (mut iterations, mut dispatches) = (4u32, 1u32);
     let mut elapsed = timed(iterations, dispatches)?;

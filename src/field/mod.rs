@@ -11,6 +11,7 @@ pub mod ops;
 pub mod samples;
 pub mod wgsl;
 
+use crate::gpu::WideMul;
 use blstrs::{Fp, Fp2, Scalar};
 
 #[cfg(not(target_endian = "little"))]
@@ -29,6 +30,12 @@ pub unsafe trait GpuField:
     const LIMBS: usize;
     /// Name used in shaders and messages (`fq`, `fr`, `fq2`).
     const NAME: &'static str;
+
+    /// Loop trips of one multiplication on the `wide` path as llvmpipe counts them
+    /// ([`wgsl::mul_loop_trips`]).
+    fn mul_loop_trips(wide: WideMul) -> u32 {
+        wgsl::mul_loop_trips(wide, Self::LIMBS)
+    }
 
     /// The elements' bytes, ready to upload.
     fn as_bytes(values: &[Self]) -> &[u8] {
@@ -93,4 +100,14 @@ unsafe impl GpuField for Scalar {
 unsafe impl GpuField for Fp2 {
     const LIMBS: usize = 24;
     const NAME: &'static str = "fq2";
+
+    /// A loop over three Fq products (Karatsuba, portable) or two sums of products (int64),
+    /// one Fq multiplication each (`shaders/fq2_mul_*.wgsl`).
+    fn mul_loop_trips(wide: WideMul) -> u32 {
+        let products = match wide {
+            WideMul::Portable => 3,
+            WideMul::Int64 => 2,
+        };
+        products + 1 + products * Fp::mul_loop_trips(wide)
+    }
 }

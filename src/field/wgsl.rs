@@ -28,6 +28,16 @@ pub fn fq(wide: WideMul) -> [&'static str; 2] {
     }
 }
 
+/// Loop trips of one multiplication of a field of `limbs` 32-bit limbs as llvmpipe counts
+/// them ([`MAX_LOOP_TRIPS`](crate::gpu::MAX_LOOP_TRIPS)): the rolled form loops once per limb
+/// of b, plus the exit test; the int64 form is straight-line.
+pub fn mul_loop_trips(wide: WideMul, limbs: usize) -> u32 {
+    match wide {
+        WideMul::Portable => limbs as u32 + 1,
+        WideMul::Int64 => 0,
+    }
+}
+
 /// Fr as [`fq`] writes Fq.
 pub fn fr(wide: WideMul) -> [&'static str; 2] {
     match wide {

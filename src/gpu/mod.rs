@@ -28,6 +28,12 @@ use wgpu::util::DeviceExt;
 /// kept the H200 busy 69-78% of a batch instead of 93-99%.
 const POLL_INTERVAL: Duration = Duration::from_micros(50);
 
+/// llvmpipe (Mesa's lavapipe and its GL driver) stops an invocation's loops once they have
+/// made 65535 trips in all, every loop of the invocation counting (a `for` of k iterations
+/// costs k + 1), and the invocation goes on with wrong values. Kernels whose loop lengths
+/// depend on their inputs are planned to stay under it on every adapter.
+pub const MAX_LOOP_TRIPS: u32 = 65535;
+
 /// The pipelines of one program variant, every entry point built once and reused for every
 /// dispatch.
 pub struct Compiled<P: Program> {

@@ -15,7 +15,7 @@ mod record;
 mod timer;
 mod workspace;
 
-pub use plan::{MsmConfig, MsmPlan};
+pub use plan::{MsmConfig, MsmPlan, PointCosts};
 pub use workspace::WORKSPACES_KEPT;
 
 use crate::curve::GpuCurve;
@@ -210,6 +210,15 @@ impl<C: GpuCurve> MsmKernels<C> {
             .map_or(device, |cap| cap.min(device))
     }
 
+    /// The sizes of the curve's points and the loop trips of one addition on this path.
+    pub fn point_costs(&self) -> PointCosts {
+        PointCosts::new(
+            C::AFFINE_BYTES as u64,
+            C::XYZZ_BYTES as u64,
+            C::Base::mul_loop_trips(self.wide_mul()),
+        )
+    }
+
     /// The plan an MSM of `n` points would follow.
     pub fn plan(&self, n: usize) -> Result<MsmPlan> {
         let mut config = self.config.clone();
@@ -218,13 +227,7 @@ impl<C: GpuCurve> MsmKernels<C> {
         {
             config.reduction_threads = Some(1024);
         }
-        MsmPlan::new(
-            n,
-            C::AFFINE_BYTES as u64,
-            C::XYZZ_BYTES as u64,
-            self.binding_limit(),
-            &config,
-        )
+        MsmPlan::new(n, self.point_costs(), self.binding_limit(), &config)
     }
 
     /// Device bytes of the workspace an MSM of `n` points allocates (and keeps: see

@@ -2,6 +2,7 @@
 //! reduction groups. Pure arithmetic, tested without a GPU.
 
 use crate::error::{Error, Result};
+use crate::gpu::MAX_LOOP_TRIPS;
 
 /// Knobs of the MSM; the defaults suit real devices.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -9,8 +10,8 @@ pub struct MsmConfig {
     /// Cap on any one buffer binding, below the device's own limit. Tests lower it so the
     /// chunked path runs at small n on lavapipe.
     pub max_binding_bytes: Option<u64>,
-    /// Sorted entries per accumulation thread ([`SEGMENTS`]): smaller means more parallel and
-    /// more levels.
+    /// Sorted entries per accumulation thread ([`SEGMENTS`], and at most
+    /// [`PointCosts::longest_segment`]): smaller means more parallel and more levels.
     /// `None` takes the curve's default (`GpuCurve::SEGMENT`).
     pub segment: Option<u32>,
     /// Force the window size in bits (4..=[`MAX_WINDOW_BITS`]); `None` picks it from n
@@ -42,9 +43,46 @@ pub const AUTO_WINDOW_BITS: u32 = 20;
 /// next level, so a list of t + 1 entries shrinks to 4 slots: segments below 4 never end.
 pub const SEGMENTS: std::ops::RangeInclusive<u32> = 4..=1024;
 
-/// llvmpipe stops shader loops after 65535 iterations. The reduction loop makes two
-/// iterations per bucket plus two per bit of the group offset, so groups stay below this.
-const MAX_BUCKETS_PER_GROUP: u32 = 32000;
+/// What a plan needs of one curve's points on one wide-multiply path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointCosts {
+    /// Bytes of an affine base on the GPU.
+    pub affine_bytes: u64,
+    /// Bytes of an XYZZ accumulator.
+    pub xyzz_bytes: u64,
+    /// Loop trips of one `xyzz_add` as llvmpipe counts them ([`MAX_LOOP_TRIPS`]).
+    pub addition_loop_trips: u32,
+}
+
+impl PointCosts {
+    /// `xyzz_add` (shaders/curve.wgsl) loops over up to 15 steps, one field multiplication
+    /// of `field_mul_loop_trips` each, and the loop's exit.
+    pub const fn new(affine_bytes: u64, xyzz_bytes: u64, field_mul_loop_trips: u32) -> Self {
+        PointCosts {
+            affine_bytes,
+            xyzz_bytes,
+            addition_loop_trips: 16 + 15 * field_mul_loop_trips,
+        }
+    }
+
+    /// Iterations of one loop, one addition each, that stay under llvmpipe's cap.
+    fn iterations_under_cap(&self) -> u32 {
+        MAX_LOOP_TRIPS / (1 + self.addition_loop_trips)
+    }
+
+    /// The longest accumulation segment: a thread's loop makes segment + 1 iterations, one
+    /// addition each at most, and its exit.
+    pub fn longest_segment(&self) -> u32 {
+        (self.iterations_under_cap() - 2).min(*SEGMENTS.end())
+    }
+
+    /// The most buckets one reduction group may hold with windows of `window_bits`: two
+    /// iterations per bucket, then up to two per bit of the group's offset (below
+    /// 2^window_bits), the switch between the two and the exit.
+    fn most_buckets_per_group(&self, window_bits: u32) -> u32 {
+        ((self.iterations_under_cap() - 2 * window_bits - 2) / 2).max(1)
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MsmPlan {
@@ -90,25 +128,37 @@ fn widest_buffer(points: u64, windows: u32, segment: u32, affine: u64, xyzz: u64
 }
 
 impl MsmPlan {
-    /// Plans an MSM of `n` points with `affine_bytes`/`xyzz_bytes` per point, within
-    /// `binding_limit` bytes per buffer binding.
+    /// Plans an MSM of `n` points of `points`' sizes and costs, within `binding_limit` bytes
+    /// per buffer binding, every thread's loops under llvmpipe's cap.
     pub fn new(
         n: usize,
-        affine_bytes: u64,
-        xyzz_bytes: u64,
+        points: PointCosts,
         binding_limit: u64,
         config: &MsmConfig,
     ) -> Result<Self> {
+        let PointCosts {
+            affine_bytes,
+            xyzz_bytes,
+            ..
+        } = points;
+        let longest_segment = points.longest_segment();
         let mut segment = match config.segment {
-            None => 32,
-            Some(t) if SEGMENTS.contains(&t) => t,
-            Some(t) => {
+            None => 32.min(longest_segment),
+            Some(t) if !SEGMENTS.contains(&t) => {
                 return Err(Error::InvalidInput(format!(
                     "an accumulation segment of {t} entries is outside {}..={}",
                     SEGMENTS.start(),
                     SEGMENTS.end()
                 )))
             }
+            Some(t) if t > longest_segment => {
+                return Err(Error::InvalidInput(format!(
+                    "an accumulation segment of {t} entries is over {longest_segment}, the \
+                     longest whose loop stays under {MAX_LOOP_TRIPS} trips on this path \
+                     (llvmpipe stops longer ones)"
+                )))
+            }
+            Some(t) => t,
         };
         let candidates: Vec<u32> = match config.window_bits {
             Some(c) if (4..=MAX_WINDOW_BITS).contains(&c) => vec![c],
@@ -143,7 +193,7 @@ impl MsmPlan {
         // until a chunk of 256 points fits.
         let fitting =
             |segment| points_fitting(binding_limit, windows, segment, affine_bytes, xyzz_bytes);
-        while fitting(segment) < CHUNK_ALIGN.min(n as u64) && segment < *SEGMENTS.end() {
+        while fitting(segment) < CHUNK_ALIGN.min(n as u64) && 2 * segment <= longest_segment {
             segment *= 2;
         }
         let fit = fitting(segment);
@@ -160,7 +210,9 @@ impl MsmPlan {
         };
 
         let buckets_in_groups = buckets - 1;
-        let min_groups = buckets_in_groups.div_ceil(MAX_BUCKETS_PER_GROUP).max(1);
+        let min_groups = buckets_in_groups
+            .div_ceil(points.most_buckets_per_group(window_bits))
+            .max(1);
         let groups = (config
             .reduction_threads
             .unwrap_or(DEFAULT_REDUCTION_THREADS)
@@ -250,11 +302,28 @@ mod tests {
     use super::*;
 
     const GIB: u64 = 1 << 30;
+    const G1_INT64: PointCosts = PointCosts::new(96, 192, 0);
+
+    /// Every curve on every path: G1 and G2, straight-line and rolled multiplications.
+    fn every_point_costs() -> Vec<PointCosts> {
+        use crate::field::GpuField;
+        use crate::gpu::WideMul;
+        use blstrs::{Fp, Fp2};
+        WideMul::ALL
+            .into_iter()
+            .flat_map(|wide| {
+                [
+                    PointCosts::new(96, 192, Fp::mul_loop_trips(wide)),
+                    PointCosts::new(192, 384, Fp2::mul_loop_trips(wide)),
+                ]
+            })
+            .collect()
+    }
 
     #[test]
     fn a_plan_fits_the_workspace_of_a_larger_one_of_the_same_shape() {
         let plan = |n: usize, limit: u64| {
-            MsmPlan::new(n, 96, 192, limit, &MsmConfig::default()).expect("plans")
+            MsmPlan::new(n, G1_INT64, limit, &MsmConfig::default()).expect("plans")
         };
         let big = plan(1 << 20, 2 * GIB);
         assert!(big.fits_in(&big));
@@ -278,7 +347,7 @@ mod tests {
     #[test]
     fn windows_cover_256_bits_so_signed_digits_never_carry_out() {
         for log_n in [0, 4, 10, 16, 20, 24] {
-            let plan = MsmPlan::new(1 << log_n, 96, 192, 2 * GIB, &MsmConfig::default()).unwrap();
+            let plan = MsmPlan::new(1 << log_n, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
             assert!(plan.windows * plan.window_bits >= 256, "{plan:?}");
         }
     }
@@ -286,7 +355,7 @@ mod tests {
     #[test]
     fn larger_inputs_get_wider_windows() {
         let c = |n| {
-            MsmPlan::new(n, 96, 192, 2 * GIB, &MsmConfig::default())
+            MsmPlan::new(n, G1_INT64, 2 * GIB, &MsmConfig::default())
                 .unwrap()
                 .window_bits
         };
@@ -297,7 +366,7 @@ mod tests {
     fn a_small_binding_limit_gives_aligned_chunks_that_fit() {
         let config = MsmConfig::default();
         let limit = 256 * 1024;
-        let plan = MsmPlan::new(10_000, 96, 192, limit, &config).unwrap();
+        let plan = MsmPlan::new(10_000, G1_INT64, limit, &config).unwrap();
         assert!(
             plan.chunk < 10_000 && (plan.chunk as u64).is_multiple_of(CHUNK_ALIGN),
             "{plan:?}"
@@ -309,7 +378,7 @@ mod tests {
 
     #[test]
     fn accumulation_levels_end_in_one_segment() {
-        let plan = MsmPlan::new(1 << 20, 96, 192, 2 * GIB, &MsmConfig::default()).unwrap();
+        let plan = MsmPlan::new(1 << 20, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
         assert!(*plan.level_bounds.last().unwrap() <= plan.segment as u64);
         assert!(plan.level_bounds.windows(2).all(|w| w[1] < w[0]));
     }
@@ -321,7 +390,7 @@ mod tests {
                 segment: Some(segment),
                 ..Default::default()
             };
-            let err = MsmPlan::new(1 << 12, 96, 192, 2 * GIB, &config).unwrap_err();
+            let err = MsmPlan::new(1 << 12, G1_INT64, 2 * GIB, &config).unwrap_err();
             assert!(matches!(err, Error::InvalidInput(_)), "{segment}: {err}");
         }
         for segment in [4, 5, 7, 64, 1024] {
@@ -330,7 +399,7 @@ mod tests {
                 ..Default::default()
             };
             for n in [1, 5, 1000, 1 << 14] {
-                let plan = MsmPlan::new(n, 96, 192, 2 * GIB, &config).unwrap();
+                let plan = MsmPlan::new(n, G1_INT64, 2 * GIB, &config).unwrap();
                 assert!(*plan.level_bounds.last().unwrap() <= segment as u64);
                 assert!(
                     plan.level_bounds.windows(2).all(|w| w[1] < w[0]),
@@ -340,18 +409,43 @@ mod tests {
         }
     }
 
+    /// Every thread's loop trips, as the kernels make them, under llvmpipe's cap: the
+    /// longest reduction group (two iterations a bucket, two a bit of its offset, the switch
+    /// and the exit) and the longest segment, with the fewest threads and the default.
     #[test]
-    fn reduction_loops_stay_under_llvmpipes_loop_cap() {
-        for c in 4..=MAX_WINDOW_BITS {
-            let config = MsmConfig {
-                window_bits: Some(c),
+    fn every_loop_stays_under_llvmpipes_cap() {
+        for points in every_point_costs() {
+            let iteration = 1 + points.addition_loop_trips as u64;
+            for c in 4..=MAX_WINDOW_BITS {
+                for reduction_threads in [Some(1), None] {
+                    let config = MsmConfig {
+                        window_bits: Some(c),
+                        reduction_threads,
+                        ..Default::default()
+                    };
+                    let plan = MsmPlan::new(1 << 12, points, 16 * GIB, &config).unwrap();
+                    let per_group = (plan.buckets - 1).div_ceil(plan.groups) as u64;
+                    let reduction = (2 * per_group + 2 * c as u64 + 2) * iteration;
+                    let accumulation = (plan.segment as u64 + 2) * iteration;
+                    assert!(
+                        reduction.max(accumulation) <= MAX_LOOP_TRIPS as u64,
+                        "{points:?} {plan:?}"
+                    );
+                }
+            }
+            let longest = points.longest_segment();
+            let config = |segment| MsmConfig {
+                segment: Some(segment),
                 ..Default::default()
             };
-            let plan = MsmPlan::new(1 << 12, 96, 192, 8 * GIB, &config).unwrap();
-            assert!(
-                (plan.buckets - 1).div_ceil(plan.groups) <= MAX_BUCKETS_PER_GROUP,
-                "{plan:?}"
-            );
+            assert!(MsmPlan::new(1 << 12, points, 8 * GIB, &config(longest)).is_ok());
+            if longest < *SEGMENTS.end() {
+                let err = MsmPlan::new(1 << 12, points, 8 * GIB, &config(longest + 1));
+                assert!(
+                    matches!(err, Err(Error::InvalidInput(ref m)) if m.contains("65535")),
+                    "{points:?}: {err:?}"
+                );
+            }
         }
     }
 
@@ -361,14 +455,14 @@ mod tests {
             segment: Some(8),
             ..Default::default()
         };
-        let plan = MsmPlan::new(700, 192, 384, 512 * 1024, &config).unwrap();
+        let plan = MsmPlan::new(700, PointCosts::new(192, 384, 0), 512 * 1024, &config).unwrap();
         assert!(plan.segment > 8 && plan.chunk >= 256, "{plan:?}");
         assert!(plan.max_partials() * 384 <= 512 * 1024);
     }
 
     #[test]
     fn a_limit_too_small_for_one_chunk_is_an_error() {
-        let err = MsmPlan::new(1000, 96, 192, 4096, &MsmConfig::default()).unwrap_err();
+        let err = MsmPlan::new(1000, G1_INT64, 4096, &MsmConfig::default()).unwrap_err();
         assert!(matches!(err, Error::TooLarge { .. }), "{err}");
         assert!(
             matches!(err, Error::TooLarge { needed, limit, .. } if needed > limit),
