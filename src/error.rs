@@ -57,6 +57,17 @@ pub enum Error {
         limit: u64,
     },
 
+    /// A kernel would loop longer in one invocation than a software adapter runs it.
+    #[error(
+        "{what} makes {trips} loop trips in one invocation, but llvmpipe (this software \
+         adapter) stops an invocation's loops at {limit} and would return a wrong result"
+    )]
+    LoopCap {
+        what: String,
+        trips: u64,
+        limit: u32,
+    },
+
     /// A GPU result disagreed with the CPU reference: a driver or kernel bug.
     #[error("GPU result differs from the CPU reference: {0}")]
     WrongResult(String),

@@ -218,9 +218,7 @@ fn precompiled_proofs_equal_bellperson_on_every_engine() {
 /// last.
 #[test]
 fn device_products_equal_the_cpu_products() {
-    use wgpu_groth16::gpu::vector::PartLayout;
-    use wgpu_groth16::gpu::DeviceVector;
-    use wgpu_groth16::sparse::{ProductLayouts, SparseKernels};
+    use wgpu_groth16::sparse::SparseKernels;
 
     let Some(gpu) = common::gpu(common::Target::Native) else {
         return;
@@ -256,58 +254,165 @@ fn device_products_equal_the_cpu_products() {
             }
             for (name, matrices, witness) in &cases {
                 let assignment = witness(matrices).unwrap();
-                let (inputs, aux) = (&assignment.input_assignment, &assignment.aux_assignment);
-                let expected = matrices.products_of(inputs, aux);
-                let layout = |len: usize| {
-                    let log_n = len.next_power_of_two().trailing_zeros();
-                    PartLayout::new(log_n, 32, limit.unwrap_or(1 << 30)).unwrap()
-                };
-                let expected_a: Vec<Scalar> = inputs
-                    .iter()
-                    .copied()
-                    .chain(assignment.a_aux_density.select(aux))
-                    .collect();
-                let expected_b: Vec<Scalar> = assignment
-                    .b_input_density
-                    .select(inputs)
-                    .into_iter()
-                    .chain(assignment.b_aux_density.select(aux))
-                    .collect();
-                let layouts = ProductLayouts {
-                    products: layout(matrices.rows()),
-                    aux: layout(aux.len()),
-                    a: layout(expected_a.len()),
-                    b: layout(expected_b.len()),
-                };
-                let device = kernels.upload(matrices, layouts, None).unwrap();
-                let aux_vector = DeviceVector::upload(gpu, None, aux, layouts.aux).unwrap();
-                let zeros = |layout| DeviceVector::upload(gpu, None, &[], layout).unwrap();
-                let out = [(); 3].map(|_| zeros(layouts.products));
-                let queries = [zeros(layouts.a), zeros(layouts.b)];
-                let done = kernels
-                    .products(&device, inputs, &aux_vector, [&out[0], &out[1], &out[2]])
-                    .unwrap();
-                gpu.wait_for(done).unwrap();
-                let done = kernels
-                    .queries(&device, inputs, &aux_vector, [&queries[0], &queries[1]])
-                    .unwrap();
-                gpu.wait_for(done).unwrap();
-                let results = out.iter().chain(&queries);
-                let expected = expected.iter().chain([&expected_a, &expected_b]);
-                for (which, (vector, expected)) in results.zip(expected).enumerate() {
-                    let mut expected = expected.clone();
-                    expected.resize(vector.len(), Scalar::ZERO);
-                    assert!(
-                        vector.download(gpu).unwrap() == expected,
-                        "{name}, {}, {wide}, limit {limit:?}",
-                        ["A·z", "B·z", "C·z", "A scalars", "B scalars"][which]
-                    );
-                }
+                let what = format!("{name}, {wide}, limit {limit:?}");
+                assert_device_products(gpu, &kernels, matrices, &assignment, limit, &what);
             }
         }
     }
 }
 
+/// The device's A·z, B·z, C·z and query scalars of `assignment` equal the CPU's.
+fn assert_device_products(
+    gpu: &wgpu_groth16::gpu::GpuContext,
+    kernels: &wgpu_groth16::sparse::SparseKernels,
+    matrices: &ConstraintMatrices,
+    assignment: &wgpu_groth16::groth16::synthesis::ProvingAssignment,
+    limit: Option<u64>,
+    what: &str,
+) {
+    use wgpu_groth16::gpu::DeviceVector;
+    use wgpu_groth16::sparse::ProductLayouts;
+
+    let (inputs, aux) = (&assignment.input_assignment, &assignment.aux_assignment);
+    let expected = matrices.products_of(inputs, aux);
+    let layout = |len| vector_layout(len, limit);
+    let expected_a: Vec<Scalar> = inputs
+        .iter()
+        .copied()
+        .chain(assignment.a_aux_density.select(aux))
+        .collect();
+    let expected_b: Vec<Scalar> = assignment
+        .b_input_density
+        .select(inputs)
+        .into_iter()
+        .chain(assignment.b_aux_density.select(aux))
+        .collect();
+    let layouts = ProductLayouts {
+        products: layout(matrices.rows()),
+        aux: layout(aux.len()),
+        a: layout(expected_a.len()),
+        b: layout(expected_b.len()),
+    };
+    let device = kernels.upload(matrices, layouts, None).unwrap();
+    let aux_vector = DeviceVector::upload(gpu, None, aux, layouts.aux).unwrap();
+    let zeros = |layout| DeviceVector::upload(gpu, None, &[], layout).unwrap();
+    let out = [(); 3].map(|_| zeros(layouts.products));
+    let queries = [zeros(layouts.a), zeros(layouts.b)];
+    let done = kernels
+        .products(&device, inputs, &aux_vector, [&out[0], &out[1], &out[2]])
+        .unwrap();
+    gpu.wait_for(done).unwrap();
+    let done = kernels
+        .queries(&device, inputs, &aux_vector, [&queries[0], &queries[1]])
+        .unwrap();
+    gpu.wait_for(done).unwrap();
+    let results = out.iter().chain(&queries);
+    let expected = expected.iter().chain([&expected_a, &expected_b]);
+    for (which, (vector, expected)) in results.zip(expected).enumerate() {
+        let mut expected = expected.clone();
+        expected.resize(vector.len(), Scalar::ZERO);
+        assert!(
+            vector.download(gpu).unwrap() == expected,
+            "{what}, {}",
+            ["A·z", "B·z", "C·z", "A scalars", "B scalars"][which]
+        );
+    }
+}
+
+/// Vectors of `len` values in parts of at most `limit` bytes.
+fn vector_layout(len: usize, limit: Option<u64>) -> wgpu_groth16::gpu::vector::PartLayout {
+    let log_n = len.next_power_of_two().trailing_zeros();
+    wgpu_groth16::gpu::vector::PartLayout::new(log_n, 32, limit.unwrap_or(1 << 30)).unwrap()
+}
+
+/// One constraint (Σ 2·x_i) · 1 = 2·Σ x_i over as many aux variables as `values`: a row of
+/// A that long, every coefficient one to multiply by.
+#[derive(Clone)]
+struct LongRow {
+    values: Vec<Option<Scalar>>,
+}
+
+impl LongRow {
+    fn new(seed: u64, terms: usize) -> Self {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        LongRow {
+            values: (0..terms).map(|_| Some(Scalar::random(&mut rng))).collect(),
+        }
+    }
+
+    fn blank(terms: usize) -> Self {
+        LongRow {
+            values: vec![None; terms],
+        }
+    }
+}
+
+impl Circuit<Scalar> for LongRow {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let two = Scalar::from(2u64);
+        let sum = self
+            .values
+            .iter()
+            .try_fold(Scalar::ZERO, |acc, v| v.map(|v| acc + v));
+        let mut lc = bellperson::LinearCombination::zero();
+        for (i, value) in self.values.iter().enumerate() {
+            let x = cs.alloc(
+                || format!("x{i}"),
+                || value.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            lc = lc + (two, x);
+        }
+        let total = cs.alloc_input(
+            || "2 sum",
+            || {
+                sum.map(|s| two * s)
+                    .ok_or(SynthesisError::AssignmentMissing)
+            },
+        )?;
+        cs.enforce(|| "long row", |_| lc, |l| l + CS::one(), |l| l + total);
+        Ok(())
+    }
+}
+
+/// A row whose loop makes the most trips under llvmpipe's cap gives the CPU's products on
+/// each path (where llvmpipe would cut a longer loop short, a wrong sum); one entry more is
+/// refused on a software adapter, whose products then run on the CPU.
+#[test]
+fn a_row_at_llvmpipes_loop_cap_equals_the_cpu_products() {
+    use wgpu_groth16::field::GpuField;
+    use wgpu_groth16::gpu::MAX_LOOP_TRIPS;
+    use wgpu_groth16::sparse::SparseKernels;
+
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    let software = gpu.info.device_type == wgpu::DeviceType::Cpu;
+    for wide in gpu.supported_wide_muls() {
+        let kernels = SparseKernels::new(gpu, wide).unwrap();
+        // The loop's exit, then one trip an entry and a multiplication's each.
+        let most = (MAX_LOOP_TRIPS as usize - 1) / (1 + Scalar::mul_loop_trips(wide) as usize);
+        let matrices = Arc::new(ConstraintMatrices::record(LongRow::blank(most)).unwrap());
+        let assignment = matrices.witness_assignment(LongRow::new(1, most)).unwrap();
+        let what = format!("a row of {most} entries, {wide}");
+        assert_device_products(gpu, &kernels, &matrices, &assignment, None, &what);
+
+        let over = ConstraintMatrices::record(LongRow::blank(most + 1)).unwrap();
+        let [a, b] = wgpu_groth16::sparse::query_lengths(&over);
+        let layouts = wgpu_groth16::sparse::ProductLayouts {
+            products: vector_layout(over.rows(), None),
+            aux: vector_layout(over.aux, None),
+            a: vector_layout(a, None),
+            b: vector_layout(b, None),
+        };
+        match kernels.upload(&over, layouts, None) {
+            Err(Error::LoopCap { trips, .. }) if software => {
+                assert!(trips > MAX_LOOP_TRIPS as u64, "{trips}")
+            }
+            Ok(_) if !software => {}
+            other => panic!("{wide}, {} entries: {:?}", most + 1, other.err()),
+        }
+    }
+}
 /// Matrices that do not fit the VRAM budget beside the bases and one proof's buffers stay on
 /// the host: the products run on the CPU, and the proofs are the same.
 #[test]
