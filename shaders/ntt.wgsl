@@ -22,7 +22,7 @@ struct NttParams {
     // Index in `tables` of the base's lo table; its hi table follows 2^split entries later.
     table: u32,
     split: u32,
-    // Index in `tables` of the factor ntt_scale, ntt_h_combine and a scaled
+    // Index in `tables` of the factor ntt_scale, ntt_h_finish and a scaled
     // ntt_distribute_powers multiply by.
     factor: u32,
     // Invocations of this dispatch.
@@ -50,9 +50,10 @@ struct NttParams {
 @group(0) @binding(0) var<uniform> params: NttParams;
 @group(0) @binding(1) var<storage, read_write> data: array<Fr>;
 @group(0) @binding(2) var<storage, read> tables: array<Fr>;
-// The H step's other two vectors (ntt_h_combine): b and c evaluated on the coset.
-@group(0) @binding(3) var<storage, read> coset_b: array<Fr>;
-@group(0) @binding(4) var<storage, read> coset_c: array<Fr>;
+// The H step's other two vectors: b evaluated on the coset (ntt_h_product), and n times c's
+// coefficients in bit-reversed order (ntt_h_finish).
+@group(0) @binding(3) var<storage, read> h_b: array<Fr>;
+@group(0) @binding(4) var<storage, read> h_c: array<Fr>;
 @group(0) @binding(5) var<storage, read_write> partner: array<Fr>;
 
 // base^e through the lo/hi tables of `params.table`. In the first half of a transform's
@@ -354,12 +355,25 @@ fn ntt_distribute_powers(@builtin(global_invocation_id) id: vec3<u32>, @builtin(
     data[i] = fr_mul(data[i], power);
 }
 
-// The H step's pointwise part on the coset: a = (a·b - c) / Z, with 1/Z = tables[factor]
-// (bellperson's mul_assign, sub_assign, divide_by_z_on_coset in one pass).
+// The H step's product on the coset: a = a·b.
 @compute @workgroup_size(64)
-fn ntt_h_combine(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn ntt_h_product(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
-    let ab = fr_mul(data[i], coset_b[i]);
-    data[i] = fr_mul(fr_sub(ab, coset_c[i]), tables[params.factor]);
+    data[i] = fr_mul(data[i], h_b[i]);
+}
+
+// The H step's last pass, on the bit-reversed output of the unscaled inverse transform of
+// a·b: with k = rev(i), h_k = (x·g^-k - c')·tables[factor], c' being n times C's k-th
+// coefficient and the factor 1/(n·Z). This is bellperson's coset inverse transform of
+// (a·b - c)/Z on the coset: Z is one constant there, and the coset inverse transform of C
+// on the coset is C's coefficients, which c's own inverse transform gives without c's trip
+// to the coset and back.
+@compute @workgroup_size(64)
+fn ntt_h_finish(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = thread_index(id, groups);
+    if (i >= params.count) { return; }
+    let k = reverse_low_bits(params.first + i, params.log_n);
+    let shifted = fr_mul(data[i], table_power(k));
+    data[i] = fr_mul(fr_sub(shifted, h_c[i]), tables[params.factor]);
 }

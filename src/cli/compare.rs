@@ -72,7 +72,7 @@ impl KernelJobs {
             Kernel::MsmG1 => "G1 MSM",
             Kernel::MsmG2 => "G2 MSM",
             Kernel::Ntt => "NTT",
-            Kernel::HStep => "H step (7 NTTs)",
+            Kernel::HStep => "H step",
         };
         format!("{what} 2^{}", self.log_n)
     }

@@ -15,7 +15,8 @@ pub enum Step {
     /// Selecting the A and B scalars (and, on a GPU, uploading them) beside the H step and
     /// the H and L MSMs: not part of a proof's wall time unless it outlasts them.
     ScalarSelection,
-    /// The H polynomial (seven NTTs and the division by Z).
+    /// The H polynomial: six NTTs on a GPU (`ntt::steps::h_steps`), bellperson's seven on the CPU,
+    /// and the division by Z.
     HStep,
     MsmH,
     MsmL,

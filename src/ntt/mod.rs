@@ -23,10 +23,12 @@ use crate::error::{Error, Result};
 use crate::gpu::pool::BufferPool;
 use crate::gpu::vector::PartLayout;
 use crate::gpu::{Compiled, DeviceVector, GpuContext, UniformArray, WideMul};
-use program::{NttEntry, NttParams, NttProgram};
+use program::{NttParams, NttProgram};
 use reference::h_domain;
 pub(crate) use reference::log2_of;
-use steps::{to_coset_steps, transform_steps, Binds, Layout, Step};
+use steps::{
+    h_steps, to_coset_steps, transform_steps, unscaled_coefficients_steps, Binds, Layout, Step,
+};
 use tables::DomainTables;
 
 /// Which transform, in bellperson's terms.
@@ -291,25 +293,12 @@ impl NttKernels {
         let layout = self.layout(a);
         let mut to_coset = Vec::new();
         to_coset_steps(&tables, layout, &mut to_coset);
-        for d in [b, c] {
-            self.submit(&tables, &to_coset, [d, d, d])?;
-        }
+        self.submit(&tables, &to_coset, [b, b, b])?;
+        let mut coefficients = Vec::new();
+        unscaled_coefficients_steps(&tables, layout, &mut coefficients);
+        self.submit(&tables, &coefficients, [c, c, c])?;
         let mut steps = to_coset;
-        for p in 0..a.parts().len() {
-            let params = NttParams {
-                n: a.len() as u32,
-                log_n: a.layout().log_n,
-                factor: tables.zinv,
-                count: a.layout().part_len() as u32,
-                ..Default::default()
-            };
-            steps.push(Step {
-                entry: NttEntry::HCombine,
-                params,
-                binds: Binds::HCombine(p),
-            });
-        }
-        transform_steps(&tables, layout, NttOp::CosetInverse, &mut steps);
+        h_steps(&tables, layout, &mut steps);
         self.submit(&tables, &steps, [a, b, c])
     }
 
@@ -351,7 +340,7 @@ impl NttKernels {
                     &tables.buffer,
                     &tables.buffer,
                 ),
-                Binds::HCombine(p) => (
+                Binds::HStep(p) => (
                     (2, p, 0),
                     &vectors[0].parts()[p],
                     &self.placeholder,

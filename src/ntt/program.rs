@@ -15,8 +15,10 @@ pub enum NttEntry {
     Butterflies(Stages, Decimation),
     Scale,
     DistributePowers,
-    /// (a·b - c) / Z on the coset, the H step's middle.
-    HCombine,
+    /// a·b on the coset, the H step's middle.
+    HProduct,
+    /// The H step's last pass: the coset shift, 1/n, c's coefficients and 1/Z at once.
+    HFinish,
 }
 
 /// How many butterfly stages a pass runs, and where their pairs are.
@@ -62,7 +64,8 @@ impl EntryPoint for NttEntry {
         NttEntry::Butterflies(Stages::AcrossParts, Decimation::Frequency),
         NttEntry::Scale,
         NttEntry::DistributePowers,
-        NttEntry::HCombine,
+        NttEntry::HProduct,
+        NttEntry::HFinish,
     ];
 
     fn name(self) -> &'static str {
@@ -83,7 +86,8 @@ impl EntryPoint for NttEntry {
             }
             NttEntry::Scale => "ntt_scale",
             NttEntry::DistributePowers => "ntt_distribute_powers",
-            NttEntry::HCombine => "ntt_h_combine",
+            NttEntry::HProduct => "ntt_h_product",
+            NttEntry::HFinish => "ntt_h_finish",
         }
     }
 

@@ -10,7 +10,8 @@ use super::{LaterPasses, NttOp, StagePasses};
 pub enum Binds {
     Part(usize),
     Pair(usize, usize),
-    HCombine(usize),
+    /// Part p of a, with part p of b and of c (the H step's vectors).
+    HStep(usize),
 }
 
 /// One dispatch.
@@ -79,6 +80,26 @@ pub fn to_coset_steps(tables: &DomainTables, layout: Layout, steps: &mut Vec<Ste
     plan.transform(steps, OMEGA, Order::Time { bit_reverse: false });
 }
 
+/// Appends the dispatches that take c, evaluations on the domain, to n times its
+/// coefficients in bit-reversed order: an inverse transform in frequency, unscaled. The H step
+/// needs c only as coefficients ([`h_steps`]).
+pub fn unscaled_coefficients_steps(tables: &DomainTables, layout: Layout, steps: &mut Vec<Step>) {
+    Plan::new(tables, layout).transform(steps, OMEGA_INV, Order::Frequency);
+}
+
+/// Appends the H step's dispatches after a and b reach the coset ([`to_coset_steps`]) and c
+/// its unscaled coefficients ([`unscaled_coefficients_steps`]): a·b, its inverse transform in
+/// frequency, then in one pass per part the coset shift g^-k, c's coefficients subtracted and
+/// 1/(n·Z) (`ntt_h_finish`), and a bit reversal to natural order. Six transforms in all
+/// where bellperson runs seven: c never goes to the coset.
+pub fn h_steps(tables: &DomainTables, layout: Layout, steps: &mut Vec<Step>) {
+    let plan = Plan::new(tables, layout);
+    plan.h_pass(steps, NttEntry::HProduct, OMEGA);
+    plan.transform(steps, OMEGA_INV, Order::Frequency);
+    plan.h_pass(steps, NttEntry::HFinish, COSET_INV);
+    plan.bit_reverse(steps);
+}
+
 /// How `DistributePowers` multiplies.
 #[derive(Clone, Copy, Default)]
 struct Powers {
@@ -142,6 +163,45 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// `entry` over every part of a, with b's and c's parts bound beside it.
+    fn h_pass(&self, steps: &mut Vec<Step>, entry: NttEntry, base: usize) {
+        for p in 0..self.parts() {
+            let params = NttParams {
+                factor: self.tables.h_factor,
+                ..self.base_params(base, p)
+            };
+            steps.push(Step {
+                entry,
+                params,
+                binds: Binds::HStep(p as usize),
+            });
+        }
+    }
+
+    /// Bit reversal: every pair of parts (p, q), p <= q, swaps the elements between them.
+    fn bit_reverse(&self, steps: &mut Vec<Step>) {
+        let (parts, part_len) = (self.parts(), self.part_len());
+        for p in 0..parts {
+            for q in p..parts {
+                let params = NttParams {
+                    count: part_len >> self.layout.part_bits,
+                    partner_part: q,
+                    ..self.base_params(OMEGA, p)
+                };
+                let binds = if p == q {
+                    Binds::Part(p as usize)
+                } else {
+                    Binds::Pair(p as usize, q as usize)
+                };
+                steps.push(Step {
+                    entry: NttEntry::BitReverse,
+                    params,
+                    binds,
+                });
+            }
+        }
+    }
+
     /// The transform with powers of `base` (ω or ω^-1), its stages in `order`.
     fn transform(&self, steps: &mut Vec<Step>, base: usize, order: Order) {
         let Layout {
@@ -156,27 +216,7 @@ impl<'a> Plan<'a> {
         };
         let mut stage_steps = Vec::new();
         if order == (Order::Time { bit_reverse: true }) {
-            // Bit reversal: every pair of parts (p, q), p <= q, swaps the elements between
-            // them.
-            for p in 0..parts {
-                for q in p..parts {
-                    let params = NttParams {
-                        count: part_len >> part_bits,
-                        partner_part: q,
-                        ..self.base_params(base, p)
-                    };
-                    let binds = if p == q {
-                        Binds::Part(p as usize)
-                    } else {
-                        Binds::Pair(p as usize, q as usize)
-                    };
-                    steps.push(Step {
-                        entry: NttEntry::BitReverse,
-                        params,
-                        binds,
-                    });
-                }
-            }
+            self.bit_reverse(steps);
         }
         // Stages within a part: a first workgroup-memory pass (contiguous blocks), then the
         // later passes; each pass's dispatches over the parts together.

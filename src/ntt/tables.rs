@@ -14,15 +14,15 @@ pub const COSET: usize = 2;
 pub const COSET_INV: usize = 3;
 
 /// Power tables of one domain size: for each base b, lo[k] = b^k (k < 2^split) and
-/// hi[k] = b^(k·2^split); then 1/n, then 1/Z(g) = 1/(g^n - 1) for the H step.
+/// hi[k] = b^(k·2^split); then 1/n, then 1/(n·Z(g)) = 1/(n·(g^n - 1)) for the H step.
 pub struct DomainTables {
     pub buffer: wgpu::Buffer,
     pub split: u32,
     pub stride: u32,
     /// Index of 1/n.
     pub minv: u32,
-    /// Index of 1/Z(g).
-    pub zinv: u32,
+    /// Index of 1/(n·Z(g)).
+    pub h_factor: u32,
 }
 
 impl DomainTables {
@@ -48,14 +48,15 @@ impl DomainTables {
         }
         let minv = table.len() as u32;
         table.push(inverse(Scalar::from(1u64 << log_n)));
-        let zinv = table.len() as u32;
-        table.push(inverse(g.pow_vartime([1u64 << log_n]) - Scalar::ONE));
+        let h_factor = table.len() as u32;
+        let n = Scalar::from(1u64 << log_n);
+        table.push(inverse(n * (g.pow_vartime([1u64 << log_n]) - Scalar::ONE)));
         Ok(DomainTables {
             buffer: gpu.storage_buffer("ntt power tables", Scalar::as_bytes(&table))?,
             split,
             stride: (lo_len + hi_len) as u32,
             minv,
-            zinv,
+            h_factor,
         })
     }
 }
