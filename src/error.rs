@@ -59,8 +59,8 @@ pub enum Error {
 
     /// A kernel would loop longer in one invocation than a software adapter runs it.
     #[error(
-        "{what} makes {trips} loop trips in one invocation, but llvmpipe (this software \
-         adapter) stops an invocation's loops at {limit} and would return a wrong result"
+        "{what} makes {trips} loop trips in one invocation, but a software adapter \
+         (llvmpipe) stops an invocation's loops at {limit} and would return a wrong result"
     )]
     LoopCap {
         what: String,

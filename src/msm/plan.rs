@@ -73,14 +73,20 @@ impl PointCosts {
     /// The longest accumulation segment: a thread's loop makes segment + 1 iterations, one
     /// addition each at most, and its exit.
     pub fn longest_segment(&self) -> u32 {
-        (self.iterations_under_cap() - 2).min(*SEGMENTS.end())
+        self.iterations_under_cap()
+            .saturating_sub(2)
+            .min(*SEGMENTS.end())
     }
 
     /// The most buckets one reduction group may hold with windows of `window_bits`: two
     /// iterations per bucket, then up to two per bit of the group's offset (below
     /// 2^window_bits), the switch between the two and the exit.
     fn most_buckets_per_group(&self, window_bits: u32) -> u32 {
-        ((self.iterations_under_cap() - 2 * window_bits - 2) / 2).max(1)
+        (self
+            .iterations_under_cap()
+            .saturating_sub(2 * window_bits + 2)
+            / 2)
+        .max(1)
     }
 }
 
