@@ -32,8 +32,8 @@ pub use store::{default_matrices_dir, MatricesKey, Origin};
 pub(crate) const AUX: u32 = 1 << 31;
 
 /// Coefficient table indices of ONE and -ONE, which skip the multiplication.
-const PLUS_ONE: u32 = 0;
-const MINUS_ONE: u32 = 1;
+pub(crate) const PLUS_ONE: u32 = 0;
+pub(crate) const MINUS_ONE: u32 = 1;
 
 /// One matrix in compressed sparse rows, as the sparse-product kernels read it.
 #[derive(Clone, Copy, Debug)]

@@ -163,7 +163,8 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// `entry` over every part of a, with b's and c's parts bound beside it.
+    /// `entry` over every part of a, with b's and c's parts bound beside it; the powers of
+    /// `base` and the factor 1/(n·Z) serve `HFinish` (`HProduct` reads neither).
     fn h_pass(&self, steps: &mut Vec<Step>, entry: NttEntry, base: usize) {
         for p in 0..self.parts() {
             let params = NttParams {

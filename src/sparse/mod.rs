@@ -18,7 +18,7 @@ use crate::field::GpuField;
 use crate::gpu::pool::{BufferPool, Reservation};
 use crate::gpu::vector::PartLayout;
 use crate::gpu::{Compiled, DeviceVector, GpuContext, WideMul, MAX_LOOP_TRIPS};
-use crate::groth16::precompiled::{ConstraintMatrices, CsrView, AUX};
+use crate::groth16::precompiled::{ConstraintMatrices, CsrView, AUX, MINUS_ONE, PLUS_ONE};
 use crate::groth16::synthesis::Density;
 use program::{SparseEntry, SparseParams, SparseProgram, AUX_PARTS};
 
@@ -419,24 +419,26 @@ fn query_columns(matrices: &ConstraintMatrices) -> [Vec<u32>; 2] {
     [a, b]
 }
 
-/// The end of the chunk of rows from `start` (below `end`) whose row starts and entries each
-/// fit a binding of `limit` bytes.
 /// The first row of `matrix` whose loop in `sparse_rows` makes more than [`MAX_LOOP_TRIPS`],
-/// with its trips: one an entry, the exit, and a multiplication's for each coefficient but
-/// ±1 (coefficient indices 0 and 1).
+/// with its trips: one an entry, the exit, and a multiplication's for each coefficient but ±1.
 fn row_over_loop_cap(matrix: &CsrView<'_>, multiplication: u32) -> Option<(usize, u64)> {
     matrix
         .row_starts
         .windows(2)
         .map(|row| {
             let coefficients = &matrix.coefficients[row[0] as usize..row[1] as usize];
-            let multiplied = coefficients.iter().filter(|&&c| c > 1).count() as u64;
+            let multiplied = coefficients
+                .iter()
+                .filter(|&&c| c != PLUS_ONE && c != MINUS_ONE)
+                .count() as u64;
             1 + coefficients.len() as u64 + multiplied * multiplication as u64
         })
         .enumerate()
         .find(|&(_, trips)| trips > MAX_LOOP_TRIPS as u64)
 }
 
+/// The end of the chunk of rows from `start` (below `end`) whose row starts and entries each
+/// fit a binding of `limit` bytes.
 fn chunk_end(matrix: &CsrView<'_>, start: usize, end: usize, limit: u64) -> Result<usize> {
     let max_entries = limit / ENTRY_BYTES;
     let max_rows = (limit / 4).saturating_sub(1).min(u32::MAX as u64) as usize;
