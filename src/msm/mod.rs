@@ -210,13 +210,19 @@ impl<C: GpuCurve> MsmKernels<C> {
             .map_or(device, |cap| cap.min(device))
     }
 
-    /// The sizes of the curve's points and the loop trips of one addition on this path.
+    /// The sizes of the curve's points and the loop trips of one addition on this path,
+    /// under llvmpipe's loop cap on software adapters only.
     pub fn point_costs(&self) -> PointCosts {
-        PointCosts::new(
+        let costs = PointCosts::new(
             C::AFFINE_BYTES as u64,
             C::XYZZ_BYTES as u64,
             C::Base::mul_loop_trips(self.wide_mul()),
-        )
+        );
+        if self.gpu.info.device_type == wgpu::DeviceType::Cpu {
+            costs
+        } else {
+            costs.uncapped()
+        }
     }
 
     /// The plan an MSM of `n` points would follow.

@@ -52,22 +52,37 @@ pub struct PointCosts {
     pub xyzz_bytes: u64,
     /// Loop trips of one `xyzz_add` as llvmpipe counts them ([`MAX_LOOP_TRIPS`]).
     pub addition_loop_trips: u32,
+    /// The loop trips an invocation may make in all: llvmpipe's cap on software adapters,
+    /// `None` on GPUs, whose plans then need not pay for it (on the H200 the capped
+    /// portable-path plans made a G1 2^24 MSM 2% slower, BENCHMARKS.md).
+    pub loop_cap: Option<u32>,
 }
 
 impl PointCosts {
     /// `xyzz_add` (shaders/curve.wgsl) loops over up to 15 steps, one field multiplication
-    /// of `field_mul_loop_trips` each, and the loop's exit.
+    /// of `field_mul_loop_trips` each, and the loop's exit. Under llvmpipe's cap: see
+    /// [`PointCosts::uncapped`].
     pub const fn new(affine_bytes: u64, xyzz_bytes: u64, field_mul_loop_trips: u32) -> Self {
         PointCosts {
             affine_bytes,
             xyzz_bytes,
             addition_loop_trips: 16 + 15 * field_mul_loop_trips,
+            loop_cap: Some(MAX_LOOP_TRIPS),
         }
     }
 
-    /// Iterations of one loop, one addition each, that stay under llvmpipe's cap.
+    /// The same costs where loops run as long as they are written.
+    pub const fn uncapped(self) -> Self {
+        PointCosts {
+            loop_cap: None,
+            ..self
+        }
+    }
+
+    /// Iterations of one loop, one addition each, that stay under the cap.
     fn iterations_under_cap(&self) -> u32 {
-        MAX_LOOP_TRIPS / (1 + self.addition_loop_trips)
+        self.loop_cap
+            .map_or(u32::MAX, |cap| cap / (1 + self.addition_loop_trips))
     }
 
     /// The longest accumulation segment: a thread's loop makes segment + 1 iterations, one
@@ -135,7 +150,7 @@ fn widest_buffer(points: u64, windows: u32, segment: u32, affine: u64, xyzz: u64
 
 impl MsmPlan {
     /// Plans an MSM of `n` points of `points`' sizes and costs, within `binding_limit` bytes
-    /// per buffer binding, every thread's loops under llvmpipe's cap.
+    /// per buffer binding, every thread's loops under `points.loop_cap`.
     pub fn new(
         n: usize,
         points: PointCosts,
@@ -453,6 +468,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Without the cap, the reduction's groups follow the threads asked for alone, and
+    /// segments may be as long as [`SEGMENTS`] allows.
+    #[test]
+    fn uncapped_plans_group_buckets_by_threads_alone() {
+        for points in every_point_costs() {
+            let uncapped = points.uncapped();
+            assert_eq!(uncapped.longest_segment(), *SEGMENTS.end());
+            let config = MsmConfig {
+                window_bits: Some(20),
+                ..Default::default()
+            };
+            let capped = MsmPlan::new(1 << 24, points, 16 * GIB, &config).unwrap();
+            let plan = MsmPlan::new(1 << 24, uncapped, 16 * GIB, &config).unwrap();
+            assert_eq!(
+                plan.groups,
+                DEFAULT_REDUCTION_THREADS / plan.windows,
+                "{points:?}"
+            );
+            assert!(plan.groups <= capped.groups, "{points:?}");
+        }
+        // The portable G1 path is where the cap binds at 2^24 (3943 groups a window capped).
+        let portable = every_point_costs()[0];
+        let config = MsmConfig {
+            window_bits: Some(20),
+            ..Default::default()
+        };
+        let capped = MsmPlan::new(1 << 24, portable, 16 * GIB, &config).unwrap();
+        assert!(capped.groups > DEFAULT_REDUCTION_THREADS / capped.windows);
     }
 
     #[test]
