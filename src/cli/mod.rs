@@ -136,6 +136,11 @@ enum BenchCommand {
         /// Skip bellperson's CPU path (and so the check and the CPU column).
         #[arg(long)]
         no_check: bool,
+        /// Skip the H step from host vectors to host coefficients (its uploads and
+        /// read-back take most of a large size's run): only the rows with the data on the
+        /// device.
+        #[arg(long)]
+        device_only: bool,
     },
     /// GPU multi-scalar multiplication beside blstrs' multi_exp on this machine's cores.
     Msm {
@@ -426,11 +431,12 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             local_stages,
             later,
             no_check,
+            device_only,
         } => {
             let passes = local_stages
                 .zip(later)
                 .map(|(local, later)| StagePasses { local, later });
-            bench::ntt(selector, &log_n, runs, passes, !no_check)?
+            bench::ntt(selector, &log_n, runs, passes, !no_check, device_only)?
         }
         BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs)?,
         BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs)?,
