@@ -48,7 +48,7 @@ struct NttParams {
 
 // Elements cross memory (and workgroup memory) as two 16-byte vectors: two wide accesses
 // where an array<u32, 8> took eight of one word. On the H200 this made the 2^27 transform
-// 22% faster (BENCHMARKS.md, "Vector loads in the NTT").
+// 22% faster (BENCHMARKS.md, "Session 13").
 struct FrWords {
     lo: vec4<u32>,
     hi: vec4<u32>,

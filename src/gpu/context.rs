@@ -9,6 +9,7 @@
 use crate::error::{Error, Result};
 use crate::gpu::pipeline_cache::PipelineCacheFile;
 use crate::gpu::program::WideMul;
+use crate::gpu::MAX_LOOP_TRIPS;
 use std::fmt;
 use std::sync::Arc;
 
@@ -350,6 +351,12 @@ impl GpuContext {
         } else {
             WideMul::Portable
         }
+    }
+
+    /// The loop trips an invocation may make in all: llvmpipe's [`MAX_LOOP_TRIPS`] on
+    /// software adapters (the one software adapter measured), none on GPUs.
+    pub fn loop_cap(&self) -> Option<u32> {
+        (self.info.device_type == wgpu::DeviceType::Cpu).then_some(MAX_LOOP_TRIPS)
     }
 
     /// Every wide-multiply variant this device can run.

@@ -211,18 +211,14 @@ impl<C: GpuCurve> MsmKernels<C> {
     }
 
     /// The sizes of the curve's points and the loop trips of one addition on this path,
-    /// under llvmpipe's loop cap on software adapters only.
+    /// under this adapter's loop cap (`GpuContext::loop_cap`).
     pub fn point_costs(&self) -> PointCosts {
-        let costs = PointCosts::new(
+        PointCosts::new(
             C::AFFINE_BYTES as u64,
             C::XYZZ_BYTES as u64,
             C::Base::mul_loop_trips(self.wide_mul()),
-        );
-        if self.gpu.info.device_type == wgpu::DeviceType::Cpu {
-            costs
-        } else {
-            costs.uncapped()
-        }
+        )
+        .with_loop_cap(self.gpu.loop_cap())
     }
 
     /// The plan an MSM of `n` points would follow.

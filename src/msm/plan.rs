@@ -52,8 +52,8 @@ pub struct PointCosts {
     pub xyzz_bytes: u64,
     /// Loop trips of one `xyzz_add` as llvmpipe counts them ([`MAX_LOOP_TRIPS`]).
     pub addition_loop_trips: u32,
-    /// The loop trips an invocation may make in all: llvmpipe's cap on software adapters,
-    /// `None` on GPUs, whose plans then need not pay for it (on the H200 the capped
+    /// The loop trips an invocation may make in all (`GpuContext::loop_cap`): `None` on GPUs,
+    /// whose plans then need not pay for llvmpipe's cap (on the H200 the capped
     /// portable-path plans made a G1 2^24 MSM 2% slower, BENCHMARKS.md).
     pub loop_cap: Option<u32>,
 }
@@ -61,7 +61,7 @@ pub struct PointCosts {
 impl PointCosts {
     /// `xyzz_add` (shaders/curve.wgsl) loops over up to 15 steps, one field multiplication
     /// of `field_mul_loop_trips` each, and the loop's exit. Under llvmpipe's cap: see
-    /// [`PointCosts::uncapped`].
+    /// [`PointCosts::with_loop_cap`].
     pub const fn new(affine_bytes: u64, xyzz_bytes: u64, field_mul_loop_trips: u32) -> Self {
         PointCosts {
             affine_bytes,
@@ -71,12 +71,9 @@ impl PointCosts {
         }
     }
 
-    /// The same costs where loops run as long as they are written.
-    pub const fn uncapped(self) -> Self {
-        PointCosts {
-            loop_cap: None,
-            ..self
-        }
+    /// The same costs under `loop_cap` (`None`: loops run as long as they are written).
+    pub const fn with_loop_cap(self, loop_cap: Option<u32>) -> Self {
+        PointCosts { loop_cap, ..self }
     }
 
     /// Iterations of one loop, one addition each, that stay under the cap.
@@ -475,7 +472,7 @@ mod tests {
     #[test]
     fn uncapped_plans_group_buckets_by_threads_alone() {
         for points in every_point_costs() {
-            let uncapped = points.uncapped();
+            let uncapped = points.with_loop_cap(None);
             assert_eq!(uncapped.longest_segment(), *SEGMENTS.end());
             let config = MsmConfig {
                 window_bits: Some(20),

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::field::GpuField;
 use crate::gpu::pool::{BufferPool, Reservation};
 use crate::gpu::vector::PartLayout;
-use crate::gpu::{Compiled, DeviceVector, GpuContext, WideMul, MAX_LOOP_TRIPS};
+use crate::gpu::{Compiled, DeviceVector, GpuContext, WideMul};
 use crate::groth16::precompiled::{ConstraintMatrices, CsrView, AUX, MINUS_ONE, PLUS_ONE};
 use crate::groth16::synthesis::Density;
 use program::{SparseEntry, SparseParams, SparseProgram, AUX_PARTS};
@@ -157,14 +157,14 @@ impl SparseKernels {
                 limit: AUX_PARTS as u64,
             });
         }
-        if self.gpu.info.device_type == wgpu::DeviceType::Cpu {
+        if let Some(cap) = self.gpu.loop_cap() {
             let multiplication = Scalar::mul_loop_trips(self.program.wide_mul);
             for (name, matrix) in ["A", "B", "C"].into_iter().zip(matrices.csr()) {
-                if let Some((row, trips)) = row_over_loop_cap(&matrix, multiplication) {
+                if let Some((row, trips)) = row_over_loop_cap(&matrix, multiplication, cap) {
                     return Err(Error::LoopCap {
                         what: format!("row {row} of {name}"),
                         trips,
-                        limit: MAX_LOOP_TRIPS,
+                        limit: cap,
                     });
                 }
             }
@@ -419,9 +419,9 @@ fn query_columns(matrices: &ConstraintMatrices) -> [Vec<u32>; 2] {
     [a, b]
 }
 
-/// The first row of `matrix` whose loop in `sparse_rows` makes more than [`MAX_LOOP_TRIPS`],
-/// with its trips: one an entry, the exit, and a multiplication's for each coefficient but ±1.
-fn row_over_loop_cap(matrix: &CsrView<'_>, multiplication: u32) -> Option<(usize, u64)> {
+/// The first row of `matrix` whose loop in `sparse_rows` makes more than `cap` trips, with
+/// its trips: one an entry, the exit, and a multiplication's for each coefficient but ±1.
+fn row_over_loop_cap(matrix: &CsrView<'_>, multiplication: u32, cap: u32) -> Option<(usize, u64)> {
     matrix
         .row_starts
         .windows(2)
@@ -434,7 +434,7 @@ fn row_over_loop_cap(matrix: &CsrView<'_>, multiplication: u32) -> Option<(usize
             1 + coefficients.len() as u64 + multiplied * multiplication as u64
         })
         .enumerate()
-        .find(|&(_, trips)| trips > MAX_LOOP_TRIPS as u64)
+        .find(|&(_, trips)| trips > cap as u64)
 }
 
 /// The end of the chunk of rows from `start` (below `end`) whose row starts and entries each
