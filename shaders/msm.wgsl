@@ -37,7 +37,7 @@ const SIGN_BIT: u32 = 0x80000000u;
 const NO_KEY: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> params: MsmParams;
-@group(0) @binding(1) var<storage, read> scalars: array<Fr>;
+@group(0) @binding(1) var<storage, read> scalars: array<FrWords>;
 @group(0) @binding(2) var<storage, read> bases: array<Affine>;
 @group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> cursor: array<atomic<u32>>;
@@ -80,7 +80,7 @@ fn signed_digit(s: Fr, w: u32, carry: ptr<function, u32>) -> u32 {
 fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
-    let s = fr_from_montgomery(scalars[i]);
+    let s = fr_from_montgomery(fr_from_words(scalars[i]));
     var carry = 0u;
     for (var w = 0u; w < params.windows; w++) {
         let magnitude = signed_digit(s, w, &carry) & ~SIGN_BIT;
@@ -92,7 +92,7 @@ fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgrou
 fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
-    let s = fr_from_montgomery(scalars[i]);
+    let s = fr_from_montgomery(fr_from_words(scalars[i]));
     var carry = 0u;
     for (var w = 0u; w < params.windows; w++) {
         let digit = signed_digit(s, w, &carry);

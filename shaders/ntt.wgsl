@@ -46,22 +46,9 @@ struct NttParams {
     _pad: u32,
 }
 
-// Elements cross memory (and workgroup memory) as two 16-byte vectors: two wide accesses
-// where an array<u32, 8> took eight of one word. On the H200 this made the 2^27 transform
-// 22% faster (BENCHMARKS.md, "Session 13").
-struct FrWords {
-    lo: vec4<u32>,
-    hi: vec4<u32>,
-}
-
-fn to_fr(v: FrWords) -> Fr {
-    return Fr(v.lo.x, v.lo.y, v.lo.z, v.lo.w, v.hi.x, v.hi.y, v.hi.z, v.hi.w);
-}
-
-fn to_words(x: Fr) -> FrWords {
-    return FrWords(vec4<u32>(x[0], x[1], x[2], x[3]), vec4<u32>(x[4], x[5], x[6], x[7]));
-}
-
+// Elements cross memory (and workgroup memory) as FrWords, two 16-byte vectors: two wide
+// accesses where an array<u32, 8> took eight of one word. On the H200 this made the 2^27
+// transform 22% faster (BENCHMARKS.md, "Session 13").
 @group(0) @binding(0) var<uniform> params: NttParams;
 @group(0) @binding(1) var<storage, read_write> data: array<FrWords>;
 @group(0) @binding(2) var<storage, read> tables: array<FrWords>;
@@ -75,10 +62,10 @@ fn to_words(x: Fr) -> FrWords {
 // stages every twiddle exponent is a multiple of 2^split (the same branch for every
 // invocation): the hi entry alone is the power, and the multiplication is skipped.
 fn table_power(e: u32) -> Fr {
-    let hi = to_fr(tables[params.table + (1u << params.split) + (e >> params.split)]);
+    let hi = fr_from_words(tables[params.table + (1u << params.split) + (e >> params.split)]);
     let low_bits = e & ((1u << params.split) - 1u);
     if (low_bits == 0u) { return hi; }
-    return fr_mul(to_fr(tables[params.table + low_bits]), hi);
+    return fr_mul(fr_from_words(tables[params.table + low_bits]), hi);
 }
 
 // The low `bits` bits of x, reversed (0 for no bits: WGSL masks a shift by 32).
@@ -138,11 +125,11 @@ fn one_stage(t: u32, dif: bool) {
     let j = t % half;
     let i0 = (t / half) * 2u * half + j;
     let i1 = i0 + half;
-    var x = to_fr(data[i0]);
-    var y = to_fr(data[i1]);
+    var x = fr_from_words(data[i0]);
+    var y = fr_from_words(data[i1]);
     butterfly(&x, &y, table_power(j * (params.n / (2u * half))), dif);
-    data[i0] = to_words(x);
-    data[i1] = to_words(y);
+    data[i0] = fr_to_words(x);
+    data[i1] = fr_to_words(y);
 }
 
 @compute @workgroup_size(64)
@@ -183,11 +170,11 @@ fn local_stages(lid: u32, block: u32, dif: bool) {
             let jj = lid % half;
             let j0 = (lid / half) * 2u * half + jj;
             // Global stage s + t, half-size m = 2^(s+t): the pair's index mod m is r + jj·2^s.
-            var x = to_fr(tile[j0]);
-            var y = to_fr(tile[j0 + half]);
+            var x = fr_from_words(tile[j0]);
+            var y = fr_from_words(tile[j0 + half]);
             butterfly(&x, &y, table_power(((jj << s) + r) * (params.n >> (s + t + 1u))), dif);
-            tile[j0] = to_words(x);
-            tile[j0 + half] = to_words(y);
+            tile[j0] = fr_to_words(x);
+            tile[j0 + half] = fr_to_words(y);
         }
         workgroupBarrier();
     }
@@ -229,10 +216,10 @@ fn radix4_stages(t: u32, dif: bool) {
     let s = params.stage;
     let r = t & ((1u << s) - 1u);
     let base = ((t >> s) << (s + 2u)) + r;
-    var x0 = to_fr(data[base]);
-    var x1 = to_fr(data[base + (1u << s)]);
-    var x2 = to_fr(data[base + (2u << s)]);
-    var x3 = to_fr(data[base + (3u << s)]);
+    var x0 = fr_from_words(data[base]);
+    var x1 = fr_from_words(data[base + (1u << s)]);
+    var x2 = fr_from_words(data[base + (2u << s)]);
+    var x3 = fr_from_words(data[base + (3u << s)]);
     if (dif) {
         radix4_upper(&x0, &x1, &x2, &x3, r, dif);
         radix4_lower(&x0, &x1, &x2, &x3, r, dif);
@@ -240,10 +227,10 @@ fn radix4_stages(t: u32, dif: bool) {
         radix4_lower(&x0, &x1, &x2, &x3, r, dif);
         radix4_upper(&x0, &x1, &x2, &x3, r, dif);
     }
-    data[base] = to_words(x0);
-    data[base + (1u << s)] = to_words(x1);
-    data[base + (2u << s)] = to_words(x2);
-    data[base + (3u << s)] = to_words(x3);
+    data[base] = fr_to_words(x0);
+    data[base + (1u << s)] = fr_to_words(x1);
+    data[base + (2u << s)] = fr_to_words(x2);
+    data[base + (3u << s)] = fr_to_words(x3);
 }
 
 @compute @workgroup_size(64)
@@ -266,14 +253,14 @@ fn radix8_stages(t: u32, dif: bool) {
     let s = params.stage;
     let r = t & ((1u << s) - 1u);
     let base = ((t >> s) << (s + 3u)) + r;
-    var x0 = to_fr(data[base]);
-    var x1 = to_fr(data[base + (1u << s)]);
-    var x2 = to_fr(data[base + (2u << s)]);
-    var x3 = to_fr(data[base + (3u << s)]);
-    var x4 = to_fr(data[base + (4u << s)]);
-    var x5 = to_fr(data[base + (5u << s)]);
-    var x6 = to_fr(data[base + (6u << s)]);
-    var x7 = to_fr(data[base + (7u << s)]);
+    var x0 = fr_from_words(data[base]);
+    var x1 = fr_from_words(data[base + (1u << s)]);
+    var x2 = fr_from_words(data[base + (2u << s)]);
+    var x3 = fr_from_words(data[base + (3u << s)]);
+    var x4 = fr_from_words(data[base + (4u << s)]);
+    var x5 = fr_from_words(data[base + (5u << s)]);
+    var x6 = fr_from_words(data[base + (6u << s)]);
+    var x7 = fr_from_words(data[base + (7u << s)]);
     // Stage s + k pairs j with j + 2^k; the pair's index mod 2^(s+k) is r + (j mod 2^k)·2^s,
     // its twiddle exponent that times n / 2^(s+k+1).
     // Stages s, s + 1, s + 2 (in frequency: from s + 2 down).
@@ -306,14 +293,14 @@ fn radix8_stages(t: u32, dif: bool) {
             }
         }
     }
-    data[base] = to_words(x0);
-    data[base + (1u << s)] = to_words(x1);
-    data[base + (2u << s)] = to_words(x2);
-    data[base + (3u << s)] = to_words(x3);
-    data[base + (4u << s)] = to_words(x4);
-    data[base + (5u << s)] = to_words(x5);
-    data[base + (6u << s)] = to_words(x6);
-    data[base + (7u << s)] = to_words(x7);
+    data[base] = fr_to_words(x0);
+    data[base + (1u << s)] = fr_to_words(x1);
+    data[base + (2u << s)] = fr_to_words(x2);
+    data[base + (3u << s)] = fr_to_words(x3);
+    data[base + (4u << s)] = fr_to_words(x4);
+    data[base + (5u << s)] = fr_to_words(x5);
+    data[base + (6u << s)] = fr_to_words(x6);
+    data[base + (7u << s)] = fr_to_words(x7);
 }
 
 @compute @workgroup_size(64)
@@ -332,11 +319,11 @@ fn across_parts(t: u32, dif: bool) {
     if (t >= params.count) { return; }
     let half = params.half;
     let j = (params.first % half) + t;
-    var x = to_fr(data[t]);
-    var y = to_fr(partner[t]);
+    var x = fr_from_words(data[t]);
+    var y = fr_from_words(partner[t]);
     butterfly(&x, &y, table_power(j * (params.n / (2u * half))), dif);
-    data[t] = to_words(x);
-    partner[t] = to_words(y);
+    data[t] = fr_to_words(x);
+    partner[t] = fr_to_words(y);
 }
 
 @compute @workgroup_size(64)
@@ -354,7 +341,7 @@ fn ntt_butterflies_across_parts_dif(@builtin(global_invocation_id) id: vec3<u32>
 fn ntt_scale(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
-    data[i] = to_words(fr_mul(to_fr(data[i]), to_fr(tables[params.factor])));
+    data[i] = fr_to_words(fr_mul(fr_from_words(data[i]), fr_from_words(tables[params.factor])));
 }
 
 // x[i] *= base^i (bellperson's distribute_powers: the coset shift by g or g^-1), base^rev(i)
@@ -366,8 +353,8 @@ fn ntt_distribute_powers(@builtin(global_invocation_id) id: vec3<u32>, @builtin(
     var e = params.first + i;
     if (params.bit_reversed != 0u) { e = reverse_low_bits(e, params.log_n); }
     var power = table_power(e);
-    if (params.scaled != 0u) { power = fr_mul(power, to_fr(tables[params.factor])); }
-    data[i] = to_words(fr_mul(to_fr(data[i]), power));
+    if (params.scaled != 0u) { power = fr_mul(power, fr_from_words(tables[params.factor])); }
+    data[i] = fr_to_words(fr_mul(fr_from_words(data[i]), power));
 }
 
 // The H step's product on the coset: a = a·b.
@@ -375,7 +362,7 @@ fn ntt_distribute_powers(@builtin(global_invocation_id) id: vec3<u32>, @builtin(
 fn ntt_h_product(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
-    data[i] = to_words(fr_mul(to_fr(data[i]), to_fr(h_b[i])));
+    data[i] = fr_to_words(fr_mul(fr_from_words(data[i]), fr_from_words(h_b[i])));
 }
 
 // The H step's last pass, on the bit-reversed output of the unscaled inverse transform of
@@ -389,6 +376,6 @@ fn ntt_h_finish(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workg
     let i = thread_index(id, groups);
     if (i >= params.count) { return; }
     let k = reverse_low_bits(params.first + i, params.log_n);
-    let shifted = fr_mul(to_fr(data[i]), table_power(k));
-    data[i] = to_words(fr_mul(fr_sub(shifted, to_fr(h_c[i])), to_fr(tables[params.factor])));
+    let shifted = fr_mul(fr_from_words(data[i]), table_power(k));
+    data[i] = fr_to_words(fr_mul(fr_sub(shifted, fr_from_words(h_c[i])), fr_from_words(tables[params.factor])));
 }

@@ -35,20 +35,20 @@ const MINUS_ONE: u32 = 1u;
 @group(0) @binding(1) var<storage, read> words: array<u32>;
 @group(0) @binding(2) var<storage, read> entries: array<vec2<u32>>;
 // The coefficient values, then the proof's inputs.
-@group(0) @binding(3) var<storage, read> table: array<Fr>;
-@group(0) @binding(4) var<storage, read> aux0: array<Fr>;
-@group(0) @binding(5) var<storage, read> aux1: array<Fr>;
-@group(0) @binding(6) var<storage, read> aux2: array<Fr>;
-@group(0) @binding(7) var<storage, read> aux3: array<Fr>;
-@group(0) @binding(8) var<storage, read_write> out: array<Fr>;
+@group(0) @binding(3) var<storage, read> table: array<FrWords>;
+@group(0) @binding(4) var<storage, read> aux0: array<FrWords>;
+@group(0) @binding(5) var<storage, read> aux1: array<FrWords>;
+@group(0) @binding(6) var<storage, read> aux2: array<FrWords>;
+@group(0) @binding(7) var<storage, read> aux3: array<FrWords>;
+@group(0) @binding(8) var<storage, read_write> out: array<FrWords>;
 
 fn aux_value(index: u32) -> Fr {
     let at = index & ((1u << params.aux_part_log) - 1u);
     switch (index >> params.aux_part_log) {
-        case 0u: { return aux0[at]; }
-        case 1u: { return aux1[at]; }
-        case 2u: { return aux2[at]; }
-        default: { return aux3[at]; }
+        case 0u: { return fr_from_words(aux0[at]); }
+        case 1u: { return fr_from_words(aux1[at]); }
+        case 2u: { return fr_from_words(aux2[at]); }
+        default: { return fr_from_words(aux3[at]); }
     }
 }
 
@@ -57,7 +57,7 @@ fn variable(column: u32) -> Fr {
     if ((column & AUX_TAG) != 0u) {
         return aux_value(column & ~AUX_TAG);
     }
-    return table[params.inputs_at + column];
+    return fr_from_words(table[params.inputs_at + column]);
 }
 
 @compute @workgroup_size(64)
@@ -72,15 +72,15 @@ fn sparse_rows(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgr
         switch (entry.y) {
             case PLUS_ONE: { acc = fr_add(acc, value); }
             case MINUS_ONE: { acc = fr_sub(acc, value); }
-            default: { acc = fr_add(acc, fr_mul(value, table[entry.y])); }
+            default: { acc = fr_add(acc, fr_mul(value, fr_from_words(table[entry.y]))); }
         }
     }
-    out[params.out_first + row] = acc;
+    out[params.out_first + row] = fr_to_words(acc);
 }
 
 @compute @workgroup_size(64)
 fn sparse_gather(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let k = thread_index(id, groups);
     if (k >= params.count) { return; }
-    out[params.out_first + k] = variable(words[k]);
+    out[params.out_first + k] = fr_to_words(variable(words[k]));
 }

@@ -6,6 +6,16 @@ alias Fr = array<u32, 8>;
 
 const FR_LIMBS: u32 = 8u;
 
+// Fr in memory as 2 16-byte vectors, for wide loads and stores of storage arrays.
+struct FrWords {
+    v0: vec4<u32>,
+    v1: vec4<u32>,
+}
+
+fn fr_from_words(w: FrWords) -> Fr { return Fr(w.v0.x, w.v0.y, w.v0.z, w.v0.w, w.v1.x, w.v1.y, w.v1.z, w.v1.w); }
+
+fn fr_to_words(a: Fr) -> FrWords { return FrWords(vec4<u32>(a[0], a[1], a[2], a[3]), vec4<u32>(a[4], a[5], a[6], a[7])); }
+
 fn fr_zero() -> Fr { return Fr(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u); }
 
 // R mod p: the Montgomery form of 1.
