@@ -76,33 +76,72 @@ fn signed_digit(s: Fr, w: u32, carry: ptr<function, u32>) -> u32 {
     return v;
 }
 
+// Scalars 1 and -1 (the set bits of 0/1-heavy witnesses) all have key 1: window 0, digit ±1.
+// A global atomic each serialized on that one counter (H200, G1 2^27 with 40% ones: count +
+// scan 53.5 ms, scatter 116 ms, against 19 and 140 ms for 7.6 times the entries of uniform
+// scalars; BENCHMARKS.md, "Session 14"). Each workgroup counts its own in workgroup memory and
+// takes its places in one global atomic.
+const HOT_KEY: u32 = 1u;
+var<workgroup> hot_entries: atomic<u32>;
+var<workgroup> hot_start: u32;
+
+// Both kernels run every invocation to the workgroup barriers, those past the end without
+// work.
 @compute @workgroup_size(64)
-fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invocation_index) lane: u32, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
-    if (i >= params.count) { return; }
-    let s = fr_from_montgomery(fr_from_words(scalars[i]));
-    var carry = 0u;
-    for (var w = 0u; w < params.windows; w++) {
-        let magnitude = signed_digit(s, w, &carry) & ~SIGN_BIT;
-        if (magnitude != 0u) { atomicAdd(&counts[w * params.buckets + magnitude], 1u); }
+    if (lane == 0u) { atomicStore(&hot_entries, 0u); }
+    workgroupBarrier();
+    if (i < params.count) {
+        let s = fr_from_montgomery(fr_from_words(scalars[i]));
+        var carry = 0u;
+        for (var w = 0u; w < params.windows; w++) {
+            let key = w * params.buckets + (signed_digit(s, w, &carry) & ~SIGN_BIT);
+            if (key == HOT_KEY) {
+                atomicAdd(&hot_entries, 1u);
+            } else if (key != w * params.buckets) {
+                atomicAdd(&counts[key], 1u);
+            }
+        }
+    }
+    workgroupBarrier();
+    if (lane == 0u) {
+        let hot = atomicLoad(&hot_entries);
+        if (hot != 0u) { atomicAdd(&counts[HOT_KEY], hot); }
     }
 }
 
 @compute @workgroup_size(64)
-fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invocation_index) lane: u32, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
-    if (i >= params.count) { return; }
-    let s = fr_from_montgomery(fr_from_words(scalars[i]));
-    var carry = 0u;
-    for (var w = 0u; w < params.windows; w++) {
-        let digit = signed_digit(s, w, &carry);
-        let magnitude = digit & ~SIGN_BIT;
-        if (magnitude != 0u) {
-            let key = w * params.buckets + magnitude;
-            let at = atomicAdd(&cursor[key], 1u);
-            sorted[at] = vec2<u32>(key, i | (digit & SIGN_BIT));
+    if (lane == 0u) { atomicStore(&hot_entries, 0u); }
+    workgroupBarrier();
+    // This invocation's place among the workgroup's key-1 entries (one at most: window 0's),
+    // and its sign.
+    var hot_place = NO_KEY;
+    var hot_sign = 0u;
+    if (i < params.count) {
+        let s = fr_from_montgomery(fr_from_words(scalars[i]));
+        var carry = 0u;
+        for (var w = 0u; w < params.windows; w++) {
+            let digit = signed_digit(s, w, &carry);
+            let key = w * params.buckets + (digit & ~SIGN_BIT);
+            if (key == HOT_KEY) {
+                hot_place = atomicAdd(&hot_entries, 1u);
+                hot_sign = digit & SIGN_BIT;
+            } else if (key != w * params.buckets) {
+                let at = atomicAdd(&cursor[key], 1u);
+                sorted[at] = vec2<u32>(key, i | (digit & SIGN_BIT));
+            }
         }
     }
+    workgroupBarrier();
+    if (lane == 0u) {
+        let places = atomicLoad(&hot_entries);
+        if (places != 0u) { hot_start = atomicAdd(&cursor[HOT_KEY], places); }
+    }
+    workgroupBarrier();
+    if (hot_place != NO_KEY) { sorted[hot_start + hot_place] = vec2<u32>(HOT_KEY, i | hot_sign); }
 }
 
 fn entry_key(i: u32, from_bases: bool) -> u32 {

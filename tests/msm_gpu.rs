@@ -79,6 +79,16 @@ fn special_scalars_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
             "Filecoin-like 0/1-heavy witness",
             filecoin_like_scalars(5, n),
         ),
+        (
+            // Key 1 (window 0, digit ±1) is counted and placed a workgroup at a time: ones
+            // and minus ones of the same workgroups, between other scalars.
+            "1, -1, random and 0 in turn",
+            random_scalars(6, n)
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| [Scalar::ONE, minus_one, s, Scalar::ZERO][i % 4])
+                .collect(),
+        ),
     ];
     for (what, scalars) in cases {
         assert_msm(kernels, &b, &scalars, what);
