@@ -4,7 +4,8 @@
 // 1. msm_count: each scalar's signed base-2^c digits; count entries per (window, bucket).
 // 2. (scan.wgsl turns the counts into bucket offsets.)
 // 3. msm_scatter: write every non-zero digit as (key = window * B + |digit|, base | sign) at
-//    its bucket's place: a counting sort done by all threads at once.
+//    its bucket's place: a counting sort done by all threads at once. Key 1, where every
+//    scalar 1 and -1 lands, is counted and placed a workgroup at a time (HOT_KEY).
 // 4. msm_accumulate_bases, then msm_accumulate_partials once per further level: the sorted
 //    list is cut into equal segments of `segment` entries, whatever the buckets are, so a
 //    bucket holding most points (0/1-heavy witnesses) is summed by many threads. A run of
