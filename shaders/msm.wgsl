@@ -97,10 +97,11 @@ fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invoca
         let s = fr_from_montgomery(fr_from_words(scalars[i]));
         var carry = 0u;
         for (var w = 0u; w < params.windows; w++) {
-            let key = w * params.buckets + (signed_digit(s, w, &carry) & ~SIGN_BIT);
+            let magnitude = signed_digit(s, w, &carry) & ~SIGN_BIT;
+            let key = w * params.buckets + magnitude;
             if (key == HOT_KEY) {
                 atomicAdd(&hot_entries, 1u);
-            } else if (key != w * params.buckets) {
+            } else if (magnitude != 0u) {
                 atomicAdd(&counts[key], 1u);
             }
         }
@@ -126,11 +127,12 @@ fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invo
         var carry = 0u;
         for (var w = 0u; w < params.windows; w++) {
             let digit = signed_digit(s, w, &carry);
-            let key = w * params.buckets + (digit & ~SIGN_BIT);
+            let magnitude = digit & ~SIGN_BIT;
+            let key = w * params.buckets + magnitude;
             if (key == HOT_KEY) {
                 hot_place = atomicAdd(&hot_entries, 1u);
                 hot_sign = digit & SIGN_BIT;
-            } else if (key != w * params.buckets) {
+            } else if (magnitude != 0u) {
                 let at = atomicAdd(&cursor[key], 1u);
                 sorted[at] = vec2<u32>(key, i | (digit & SIGN_BIT));
             }

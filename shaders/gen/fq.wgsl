@@ -6,17 +6,6 @@ alias Fq = array<u32, 12>;
 
 const FQ_LIMBS: u32 = 12u;
 
-// Fq in memory as 3 16-byte vectors, for wide loads and stores of storage arrays.
-struct FqWords {
-    v0: vec4<u32>,
-    v1: vec4<u32>,
-    v2: vec4<u32>,
-}
-
-fn fq_from_words(w: FqWords) -> Fq { return Fq(w.v0.x, w.v0.y, w.v0.z, w.v0.w, w.v1.x, w.v1.y, w.v1.z, w.v1.w, w.v2.x, w.v2.y, w.v2.z, w.v2.w); }
-
-fn fq_to_words(a: Fq) -> FqWords { return FqWords(vec4<u32>(a[0], a[1], a[2], a[3]), vec4<u32>(a[4], a[5], a[6], a[7]), vec4<u32>(a[8], a[9], a[10], a[11])); }
-
 fn fq_zero() -> Fq { return Fq(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u, 0x00000000u); }
 
 // R mod p: the Montgomery form of 1.

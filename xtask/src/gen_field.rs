@@ -25,6 +25,9 @@ pub struct FieldSpec {
     /// Whether the int64 path also gets `{prefix}_mul_sum` (a·b + c·d reduced once), which
     /// the Fq2 product over this field uses.
     pub mul_sum: bool,
+    /// Whether the field gets `{Type}Words` (the element as 16-byte vectors) and its
+    /// conversions, for shaders whose storage arrays of it are read in wide accesses.
+    pub words: bool,
 }
 
 pub const FQ: FieldSpec = FieldSpec {
@@ -34,6 +37,7 @@ pub const FQ: FieldSpec = FieldSpec {
     modulus_hex: "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab",
     limbs: 12,
     mul_sum: true,
+    words: false,
 };
 
 pub const FR: FieldSpec = FieldSpec {
@@ -43,6 +47,7 @@ pub const FR: FieldSpec = FieldSpec {
     modulus_hex: "73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001",
     limbs: 8,
     mul_sum: false,
+    words: true,
 };
 
 /// Every generated file: (path relative to the repository root, generator).
@@ -180,36 +185,38 @@ pub fn generate(spec: &FieldSpec) -> String {
 
     // The element in memory as 16-byte vectors: storage arrays of these are read and written
     // in wide accesses (on the H200 the NTT ran 22% faster than over arrays of limbs).
-    let vecs = n / 4;
-    assert_eq!(vecs * 4, n, "{f}: limbs fill whole vectors");
-    emit!(
-        w,
-        "// {t} in memory as {vecs} 16-byte vectors, for wide loads and stores of storage arrays."
-    );
-    emit!(w, "struct {t}Words {{");
-    for v in 0..vecs {
-        emit!(w, "    v{v}: vec4<u32>,");
+    if spec.words {
+        let vecs = n / 4;
+        assert_eq!(vecs * 4, n, "{f}: limbs fill whole vectors");
+        emit!(
+            w,
+            "// {t} in memory as {vecs} 16-byte vectors, for wide loads and stores of storage arrays."
+        );
+        emit!(w, "struct {t}Words {{");
+        for v in 0..vecs {
+            emit!(w, "    v{v}: vec4<u32>,");
+        }
+        emit!(w, "}}\n");
+        let from: Vec<String> = (0..n)
+            .map(|i| format!("w.v{}.{}", i / 4, ["x", "y", "z", "w"][i % 4]))
+            .collect();
+        emit!(
+            w,
+            "fn {f}_from_words(w: {t}Words) -> {t} {{ return {t}({}); }}\n",
+            from.join(", ")
+        );
+        let to: Vec<String> = (0..vecs)
+            .map(|v| {
+                let l: Vec<String> = (0..4).map(|k| format!("a[{}]", 4 * v + k)).collect();
+                format!("vec4<u32>({})", l.join(", "))
+            })
+            .collect();
+        emit!(
+            w,
+            "fn {f}_to_words(a: {t}) -> {t}Words {{ return {t}Words({}); }}\n",
+            to.join(", ")
+        );
     }
-    emit!(w, "}}\n");
-    let from: Vec<String> = (0..n)
-        .map(|i| format!("w.v{}.{}", i / 4, ["x", "y", "z", "w"][i % 4]))
-        .collect();
-    emit!(
-        w,
-        "fn {f}_from_words(w: {t}Words) -> {t} {{ return {t}({}); }}\n",
-        from.join(", ")
-    );
-    let to: Vec<String> = (0..vecs)
-        .map(|v| {
-            let l: Vec<String> = (0..4).map(|k| format!("a[{}]", 4 * v + k)).collect();
-            format!("vec4<u32>({})", l.join(", "))
-        })
-        .collect();
-    emit!(
-        w,
-        "fn {f}_to_words(a: {t}) -> {t}Words {{ return {t}Words({}); }}\n",
-        to.join(", ")
-    );
 
     emit!(
         w,
