@@ -11,8 +11,8 @@
 //    bucket holding most points (0/1-heavy witnesses) is summed by many threads. A run of
 //    equal keys that lies inside one segment is stored in its bucket; a run crossing a
 //    segment edge leaves a partial sum, and the partials (two slots per segment, still
-//    sorted) form the next level's list. Chunks after the first are merged in by
-//    msm_merge_buckets.
+//    sorted) form the next level's list. Chunks after the first start each key's first run
+//    from the bucket the earlier chunks left (`fold`), so every chunk adds into one array.
 // 5. msm_reduce_groups + msm_sum_pairs: per window, sum_b b * bucket[b] by running sums
 //    over groups of buckets, in parallel, then a pairwise tree over the groups; the host
 //    combines the windows.
@@ -31,11 +31,14 @@ struct MsmParams {
     level: u32,
     // Bucket groups per window in the reduction.
     groups: u32,
-    _pad: u32,
+    // 1 for chunks after the first: level 0 adds each key's sum so far from `buckets`.
+    fold: u32,
 }
 
 const SIGN_BIT: u32 = 0x80000000u;
 const NO_KEY: u32 = 0xffffffffu;
+// Set on the key of a partial slot no run filled (keys are below 2^31).
+const PLACEHOLDER: u32 = 0x80000000u;
 
 @group(0) @binding(0) var<uniform> params: MsmParams;
 @group(0) @binding(1) var<storage, read> scalars: array<FrWords>;
@@ -44,6 +47,7 @@ const NO_KEY: u32 = 0xffffffffu;
 @group(0) @binding(4) var<storage, read_write> cursor: array<atomic<u32>>;
 // (key, base index | sign) in bucket order: written by msm_scatter, read by level 0.
 @group(0) @binding(5) var<storage, read_write> sorted: array<vec2<u32>>;
+// Partial lists: key (| PLACEHOLDER for an empty slot) and sum.
 @group(0) @binding(6) var<storage, read_write> keys_in: array<u32>;
 @group(0) @binding(7) var<storage, read_write> points_in: array<Xyzz>;
 @group(0) @binding(8) var<storage, read_write> keys_out: array<u32>;
@@ -52,8 +56,6 @@ const NO_KEY: u32 = 0xffffffffu;
 // lengths[l]: entries in level l's list (lengths[0] is the scan's total).
 @group(0) @binding(11) var<storage, read_write> lengths: array<u32>;
 @group(0) @binding(12) var<storage, read_write> sums: array<Xyzz>;
-// The buckets of the chunk being merged (msm_merge_buckets).
-@group(0) @binding(13) var<storage, read_write> chunk_buckets: array<Xyzz>;
 
 // The signed base-2^c digit of scalar s (out of Montgomery form) in window w, given the carry
 // out of window w - 1, which it updates: |digit| | SIGN_BIT when negative. Windows run in
@@ -149,7 +151,7 @@ fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invo
 
 fn entry_key(i: u32, from_bases: bool) -> u32 {
     if (from_bases) { return sorted[i].x; }
-    return keys_in[i];
+    return keys_in[i] & ~PLACEHOLDER;
 }
 
 // The segment `seg` of the current level's list: runs of equal keys are summed; a run lying
@@ -157,6 +159,11 @@ fn entry_key(i: u32, from_bases: bool) -> u32 {
 // chunk: all its entries are here), a run crossing an edge goes to one of the segment's two
 // slots in the next level's list. Called with a literal `from_bases`, so after inlining each
 // entry point holds one point addition: the mixed (affine) one at level 0, the XYZZ one above.
+//
+// With `fold`, the run that starts a key at level 0 begins from the key's bucket, so the
+// chunk's sum ends up added to the earlier chunks' in whichever run finally stores it. A run
+// made only of placeholders stores nothing (its key was stored whole at an earlier level);
+// any other run stores its sum, the identity included (the bucket may hold an earlier sum).
 fn accumulate_segment(seg: u32, from_bases: bool) {
     let len = lengths[params.level];
     let t = params.segment;
@@ -164,14 +171,17 @@ fn accumulate_segment(seg: u32, from_bases: bool) {
     let start = seg * t;
     if (start >= len) { return; }
     let end = min(start + t, len);
+    let fold = from_bases && params.fold != 0u;
     var run_key = entry_key(start, from_bases);
     var run_start = start;
+    var run_has_sums = from_bases;
     var acc = xyzz_identity();
-    // Slots default to the identity; written to memory at once rather than held in
+    if (fold && (start == 0u || entry_key(start - 1u, true) != run_key)) { acc = buckets[run_key]; }
+    // Slots default to placeholders; written to memory at once rather than held in
     // registers, which the point sums need.
-    keys_out[2u * seg] = run_key;
+    keys_out[2u * seg] = run_key | PLACEHOLDER;
     points_out[2u * seg] = xyzz_identity();
-    keys_out[2u * seg + 1u] = entry_key(end - 1u, from_bases);
+    keys_out[2u * seg + 1u] = entry_key(end - 1u, from_bases) | PLACEHOLDER;
     points_out[2u * seg + 1u] = xyzz_identity();
     // i == end closes the last run.
     for (var i = start; i <= end; i++) {
@@ -180,25 +190,28 @@ fn accumulate_segment(seg: u32, from_bases: bool) {
         if (key != run_key) {
             let starts_here = run_start > start || start == 0u || entry_key(start - 1u, from_bases) != run_key;
             let ends_here = i < end || end == len || entry_key(end, from_bases) != run_key;
-            if (starts_here && ends_here) {
-                // An identity sum leaves the cleared bucket as it is (and skips the
-                // identity placeholders a finished run leaves in the next level).
-                if (!xyzz_is_identity(acc)) { buckets[run_key] = acc; }
-            } else if (run_start == start) {
-                points_out[2u * seg] = acc;
-            } else {
-                points_out[2u * seg + 1u] = acc;
+            // A run of placeholders only stores nothing, and its slot stays a placeholder.
+            if (run_has_sums && starts_here && ends_here) {
+                buckets[run_key] = acc;
+            } else if (run_has_sums) {
+                var slot = 2u * seg + 1u;
+                if (run_start == start) { slot = 2u * seg; }
+                keys_out[slot] = run_key;
+                points_out[slot] = acc;
             }
             acc = xyzz_identity();
+            if (fold && i < end) { acc = buckets[key]; }
             run_key = key;
             run_start = i;
+            run_has_sums = from_bases;
         }
         if (i < end) {
             if (from_bases) {
                 let e = sorted[i].y;
                 acc = xyzz_add(acc, xyzz_from_affine(bases[e & ~SIGN_BIT], (e & SIGN_BIT) != 0u), true);
-            } else {
+            } else if ((keys_in[i] & PLACEHOLDER) == 0u) {
                 acc = xyzz_add(acc, points_in[i], false);
+                run_has_sums = true;
             }
         }
     }
@@ -212,16 +225,6 @@ fn msm_accumulate_bases(@builtin(global_invocation_id) id: vec3<u32>, @builtin(n
 @compute @workgroup_size(64)
 fn msm_accumulate_partials(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     accumulate_segment(thread_index(id, groups), false);
-}
-
-// Chunks after the first store their buckets apart (bound as `buckets` while they
-// accumulate); this adds them into the main array, one bucket per thread.
-@compute @workgroup_size(64)
-fn msm_merge_buckets(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let k = thread_index(id, groups);
-    if (k >= params.windows * params.buckets) { return; }
-    let chunk_sum = chunk_buckets[k];
-    if (!xyzz_is_identity(chunk_sum)) { buckets[k] = xyzz_add(buckets[k], chunk_sum, false); }
 }
 
 // sum_{b in group} b * bucket[b] for one group of one window. Running sums from the top give

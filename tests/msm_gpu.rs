@@ -132,27 +132,52 @@ fn chunked_path_equals_blstrs<C: GpuCurve>(wide: WideMul, n: usize, limit: u64) 
     let Some(kernels) = msm_kernels::<C>(wide) else {
         return;
     };
-    let config = MsmConfig {
-        max_binding_bytes: Some(limit),
-        ..Default::default()
-    };
-    let chunked = kernels.with_config(config);
-    let plan = chunked.plan(n).unwrap();
-    assert!(plan.chunk < n, "the limit should force chunks: {plan:?}");
-    let b = bases::<C>(8, n);
-    // Several base buffers too: resident bases split at the limit.
-    let resident = chunked.upload_bases(&b).unwrap();
-    for (what, s) in [
-        ("random", random_scalars(9, n)),
-        ("Filecoin-like", filecoin_like_scalars(10, n)),
-    ] {
-        let gpu = chunked.msm(&resident, &s).unwrap();
-        assert_eq!(
-            gpu,
-            msm_cpu::<C>(&b, &s).unwrap(),
-            "{} chunked, {what}",
-            C::NAME
+    // The default segment, and an odd one: a segment's two partial slots then straddle the
+    // next level's segment edges.
+    for segment in [None, Some(5)] {
+        let config = MsmConfig {
+            max_binding_bytes: Some(limit),
+            segment,
+            ..Default::default()
+        };
+        let chunked = kernels.with_config(config);
+        let plan = chunked.plan(n).unwrap();
+        assert!(
+            2 * plan.chunk < n,
+            "the limit should force three chunks or more: {plan:?}"
         );
+        let b = bases::<C>(8, n);
+        // Several base buffers too: resident bases split at the limit.
+        let resident = chunked.upload_bases(&b).unwrap();
+        // The second chunk undoes the first (negated bases, the same scalars): every bucket
+        // the first chunk fills sums to the identity after the second.
+        let mut cancelling = b.clone();
+        let mut repeated = random_scalars(11, n);
+        for i in plan.chunk..2 * plan.chunk {
+            cancelling[i] = (-b[i - plan.chunk].to_curve()).to_affine();
+            repeated[i] = repeated[i - plan.chunk];
+        }
+        let resident_cancelling = chunked.upload_bases(&cancelling).unwrap();
+        let cases = [
+            ("random", &b, &resident, random_scalars(9, n)),
+            ("Filecoin-like", &b, &resident, filecoin_like_scalars(10, n)),
+            (
+                "second chunk cancelling the first",
+                &cancelling,
+                &resident_cancelling,
+                repeated,
+            ),
+        ];
+        for (what, bases, resident, s) in cases {
+            let gpu = chunked.msm(resident, &s).unwrap();
+            assert_eq!(
+                gpu,
+                msm_cpu::<C>(bases, &s).unwrap(),
+                "{} chunked, {what}, segment {}",
+                C::NAME,
+                plan.segment
+            );
+        }
     }
 }
 

@@ -18,7 +18,6 @@ pub enum MsmEntry {
     Scatter,
     AccumulateBases,
     AccumulatePartials,
-    MergeBuckets,
     ReduceGroups,
     SumPairs,
 }
@@ -32,7 +31,6 @@ impl EntryPoint for MsmEntry {
         MsmEntry::Scatter,
         MsmEntry::AccumulateBases,
         MsmEntry::AccumulatePartials,
-        MsmEntry::MergeBuckets,
         MsmEntry::ReduceGroups,
         MsmEntry::SumPairs,
     ];
@@ -43,7 +41,6 @@ impl EntryPoint for MsmEntry {
             MsmEntry::Scatter => "msm_scatter",
             MsmEntry::AccumulateBases => "msm_accumulate_bases",
             MsmEntry::AccumulatePartials => "msm_accumulate_partials",
-            MsmEntry::MergeBuckets => "msm_merge_buckets",
             MsmEntry::ReduceGroups => "msm_reduce_groups",
             MsmEntry::SumPairs => "msm_sum_pairs",
         }
@@ -65,7 +62,8 @@ pub struct MsmParams {
     pub segment: u32,
     pub level: u32,
     pub groups: u32,
-    pub _pad: u32,
+    /// 1 for chunks after the first: level 0 adds into the buckets the earlier chunks left.
+    pub fold: u32,
 }
 
 impl<C: GpuCurve> Program for MsmProgram<C> {
@@ -84,7 +82,6 @@ impl<C: GpuCurve> Program for MsmProgram<C> {
         Binding::ReadWrite,      // buckets
         Binding::ReadWrite,      // lengths
         Binding::ReadWrite,      // sums
-        Binding::ReadWrite,      // chunk_buckets
     ];
     const UNIFORMS: &'static [(u32, UniformLayout)] = &[(
         0,
@@ -96,7 +93,7 @@ impl<C: GpuCurve> Program for MsmProgram<C> {
             segment,
             level,
             groups,
-            _pad,
+            fold,
         }),
     )];
 

@@ -1,6 +1,6 @@
-//! One MSM as command buffers: per chunk of points the digit count and scan, the scatter,
-//! the accumulation levels and the merge into the buckets; then the bucket reduction, whose
-//! window sums are read back.
+//! One MSM as command buffers: per chunk of points the digit count and scan, the scatter and
+//! the accumulation levels (adding into the buckets the earlier chunks left); then the bucket
+//! reduction, whose window sums are read back.
 
 use super::plan::MsmPlan;
 use super::program::{MsmEntry, MsmParams, ScanEntry, ScanParams};
@@ -106,7 +106,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
     ) -> Self {
         let gpu = &kernels.gpu;
         let levels = plan.level_bounds.len();
-        let params_of = |count: usize, level: usize| MsmParams {
+        let params_of = |count: usize, level: usize, fold: bool| MsmParams {
             count: count as u32,
             window_bits: plan.window_bits,
             windows: plan.windows,
@@ -114,16 +114,17 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             segment: plan.segment,
             level: level as u32,
             groups: plan.groups,
-            _pad: 0,
+            fold: fold as u32,
         };
         let mut blocks: Vec<MsmParams> = chunks
             .iter()
-            .flat_map(|chunk| (0..levels).map(move |l| params_of(chunk.len, l)))
+            .enumerate()
+            .flat_map(|(c, chunk)| (0..levels).map(move |l| params_of(chunk.len, l, c > 0)))
             .collect();
         let reduce_block = blocks.len();
-        blocks.push(params_of(0, 0));
+        blocks.push(params_of(0, 0, false));
         let strides = plan.tree_strides();
-        blocks.extend(strides.iter().map(|&s| params_of(0, s as usize)));
+        blocks.extend(strides.iter().map(|&s| params_of(0, s as usize, false)));
 
         let scan_lens = scan_levels(plan.count_slots());
         let scan_params = UniformArray::new(
@@ -164,7 +165,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             scan_lens,
             scan_params,
             scan_groups,
-            timer: PassTimer::new(gpu, kernels.config.profile, 4 * chunks.len() + 2),
+            timer: PassTimer::new(gpu, kernels.config.profile, 3 * chunks.len() + 2),
         }
     }
 
@@ -173,16 +174,10 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
     }
 
     /// The MSM's bind group over `chunk`'s bases. Accumulation levels ping-pong: parity 0
-    /// reads list b and writes list a, parity 1 the reverse. `into_chunk_buckets` binds the
-    /// chunk buckets where the kernels write `buckets` (chunks after the first).
-    fn bind(&self, chunk: Chunk, parity: usize, into_chunk_buckets: bool) -> wgpu::BindGroup {
+    /// reads list b and writes list a, parity 1 the reverse.
+    fn bind(&self, chunk: Chunk, parity: usize) -> wgpu::BindGroup {
         let ws = self.ws;
         let (inp, out) = (1 - parity, parity);
-        let (target, other) = if into_chunk_buckets {
-            (&ws.chunk_buckets, &ws.buckets)
-        } else {
-            (&ws.buckets, &ws.chunk_buckets)
-        };
         let bases = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
             buffer: &self.bases.buffers[chunk.buffer].0,
             offset: (chunk.at * C::AFFINE_BYTES) as u64,
@@ -201,29 +196,24 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                 ws.points[inp].as_entire_binding(),
                 ws.keys[out].as_entire_binding(),
                 ws.points[out].as_entire_binding(),
-                target.as_entire_binding(),
+                ws.buckets.as_entire_binding(),
                 ws.lengths.as_entire_binding(),
                 ws.sums.as_entire_binding(),
-                other.as_entire_binding(),
             ],
         )
     }
 
-    /// Chunk `c`: count and scan the digits, scatter, accumulate level by level, and merge
-    /// into the buckets if it is not the first.
+    /// Chunk `c`: count and scan the digits, scatter, accumulate level by level (chunks after
+    /// the first add into the buckets: `MsmParams::fold`).
     fn chunk(&self, encoder: &mut wgpu::CommandEncoder, c: usize, chunk: Chunk) {
         let (ws, plan, msm) = (self.ws, self.plan, &self.kernels.msm);
         let levels = plan.level_bounds.len();
-        let merged = c > 0;
-        let groups = [0, 1].map(|parity| self.bind(chunk, parity, merged));
+        let groups = [0, 1].map(|parity| self.bind(chunk, parity));
         let chunk_params = self.params.offset(c * levels);
         let point_grid = self.grid(MsmEntry::Count, chunk.len as u64);
         let slots = plan.count_slots();
 
         encoder.clear_buffer(&ws.counts, 0, None);
-        if merged {
-            encoder.clear_buffer(&ws.chunk_buckets, 0, None);
-        }
         {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("count + scan"));
             pass.set_pipeline(msm.pipeline(MsmEntry::Count));
@@ -257,17 +247,6 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
-        if merged {
-            let main = self.bind(chunk, 0, false);
-            let mut pass = encoder.begin_compute_pass(&self.timer.pass("merge chunk"));
-            pass.set_pipeline(msm.pipeline(MsmEntry::MergeBuckets));
-            pass.set_bind_group(0, &main, &[chunk_params]);
-            let (x, y) = self.grid(
-                MsmEntry::MergeBuckets,
-                plan.windows as u64 * plan.buckets as u64,
-            );
-            pass.dispatch_workgroups(x, y, 1);
-        }
     }
 
     /// Exclusive scan of the counts in place, level by level (see scan.wgsl).
@@ -299,7 +278,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
     /// groups (the sums land at each window's first group).
     fn reduction(&self, encoder: &mut wgpu::CommandEncoder, first_chunk: Chunk) {
         let (plan, msm) = (self.plan, &self.kernels.msm);
-        let group = self.bind(first_chunk, 0, false);
+        let group = self.bind(first_chunk, 0);
         {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("reduce buckets"));
             pass.set_bind_group(0, &group, &[self.params.offset(self.reduce_block)]);

@@ -22,9 +22,8 @@ pub(super) struct Workspace {
     pub sorted: wgpu::Buffer,
     pub keys: [wgpu::Buffer; 2],
     pub points: [wgpu::Buffer; 2],
+    /// Every chunk's sums, added in by each chunk's accumulation.
     pub buckets: wgpu::Buffer,
-    /// Buckets of the second and later chunks, merged into `buckets` after each.
-    pub chunk_buckets: wgpu::Buffer,
     pub lengths: wgpu::Buffer,
     pub sums: wgpu::Buffer,
     /// Block totals of each scan level.
@@ -74,15 +73,6 @@ impl Workspace {
             points: ["msm partials a", "msm partials b"]
                 .map(|l| storage(gpu, l, plan.max_partials() * xyzz)),
             buckets: storage(gpu, "msm buckets", bucket_bytes),
-            chunk_buckets: storage(
-                gpu,
-                "msm chunk buckets",
-                if plan.chunk < plan.n {
-                    bucket_bytes
-                } else {
-                    xyzz
-                },
-            ),
             lengths: storage(gpu, "msm lengths", 4 * (plan.level_bounds.len() as u64 + 1)),
             sums: storage(
                 gpu,
