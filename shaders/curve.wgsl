@@ -2,7 +2,9 @@
 //
 // Affine points are laid out as blstrs keeps them (x, y), with blst's identity (0, 0).
 // Accumulators are XYZZ coordinates (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2), identity ZZ = 0:
-// adding an affine point costs 8M + 2S and needs no inversion.
+// adding an affine point costs 8M + 2S and needs no inversion. Coordinates lie below the
+// field's bound (fq_bound: 2p on the int64 path, whose products skip their final subtraction);
+// the host reduces the sums it reads back.
 //
 // There is one addition, `xyzz_add`, and kernels call it from a single place in their loops:
 // drivers inline every call (Mesa always does), so each call site of a point addition is

@@ -12,8 +12,6 @@ fn fq2_one() -> Fq2 { return Fq2(fq_one(), fq_zero()); }
 
 fn fq2_is_zero(a: Fq2) -> bool { return fq_is_zero(a.c0) && fq_is_zero(a.c1); }
 
-fn fq2_eq(a: Fq2, b: Fq2) -> bool { return fq_eq(a.c0, b.c0) && fq_eq(a.c1, b.c1); }
-
 fn fq2_add(a: Fq2, b: Fq2) -> Fq2 { return Fq2(fq_add(a.c0, b.c0), fq_add(a.c1, b.c1)); }
 
 fn fq2_sub(a: Fq2, b: Fq2) -> Fq2 { return Fq2(fq_sub(a.c0, b.c0), fq_sub(a.c1, b.c1)); }

@@ -6,8 +6,9 @@ mod common;
 use blstrs::{Fp, Fp2, Scalar};
 use common::{field_kernels, gpu, Target};
 use wgpu_groth16::field::check::check_op;
-use wgpu_groth16::field::ops::{FieldOp, FieldOpsProgram, ReferenceField};
-use wgpu_groth16::field::samples::SampleField;
+use wgpu_groth16::field::ops::{apply_cpu, FieldOp, FieldOpsProgram, ReferenceField};
+use wgpu_groth16::field::samples::{operand_pairs, SampleField};
+use wgpu_groth16::field::GpuField;
 use wgpu_groth16::gpu::WideMul;
 use wgpu_groth16::Error;
 
@@ -36,6 +37,49 @@ fn assert_field_equals_blstrs<F: ReferenceField + SampleField>(target: Target, w
         "{target:?}/{wide}:\n{}",
         failures.join("\n")
     );
+}
+
+/// Each element's prime-field parts plus the modulus: the same values as the int64 path's
+/// shaders may hold them (Fq below 2p).
+fn plus_modulus<F: GpuField>(values: &[F]) -> Vec<F> {
+    let mut out = values.to_vec();
+    let words: &mut [u32] = bytemuck::cast_slice_mut(F::as_bytes_mut(&mut out));
+    for part in words.chunks_exact_mut(F::MODULUS.len()) {
+        let mut carry = false;
+        for (w, &m) in part.iter_mut().zip(F::MODULUS) {
+            let (sum, c1) = w.overflowing_add(m);
+            let (sum, c2) = sum.overflowing_add(carry as u32);
+            *w = sum;
+            carry = c1 || c2;
+        }
+        assert!(!carry, "an element plus the modulus overflowed its words");
+    }
+    out
+}
+
+/// On the int64 path Fq's operations take operands below 2p (their own results): every
+/// operation on a + p and b + p equals blstrs on a and b.
+fn operands_below_2p_equal_blstrs<F: ReferenceField + SampleField>() {
+    let Some(kernels) = field_kernels(Target::Native, WideMul::Int64) else {
+        return;
+    };
+    for op in FieldOp::ALL.into_iter().filter(|&op| F::supports(op)) {
+        let (lhs, rhs) = operand_pairs::<F>(0xb0 ^ op as u64, 64);
+        let gpu = kernels
+            .apply(op, &plus_modulus(&lhs), &plus_modulus(&rhs))
+            .expect("kernel runs");
+        assert_eq!(gpu, apply_cpu(op, &lhs, &rhs).unwrap(), "{}::{op:?}", F::NAME);
+    }
+}
+
+#[test]
+fn fq_operations_take_operands_below_2p_on_int64_path() {
+    operands_below_2p_equal_blstrs::<Fp>();
+}
+
+#[test]
+fn fq2_operations_take_operands_below_2p_on_int64_path() {
+    operands_below_2p_equal_blstrs::<Fp2>();
 }
 
 #[test]

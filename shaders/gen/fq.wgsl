@@ -11,14 +11,9 @@ fn fq_zero() -> Fq { return Fq(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000
 // R mod p: the Montgomery form of 1.
 fn fq_one() -> Fq { return Fq(0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u, 0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u); }
 
-fn fq_modulus() -> Fq { return Fq(0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau); }
-
-fn fq_eq(a: Fq, b: Fq) -> bool {
-    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4] && a[5] == b[5] && a[6] == b[6] && a[7] == b[7] && a[8] == b[8] && a[9] == b[9] && a[10] == b[10] && a[11] == b[11];
-}
-
+// Zero as 0, or as p where the multiplication keeps elements below 2p (fq_bound).
 fn fq_is_zero(a: Fq) -> bool {
-    return (a[0] | a[1] | a[2] | a[3] | a[4] | a[5] | a[6] | a[7] | a[8] | a[9] | a[10] | a[11]) == 0u;
+    return (a[0] | a[1] | a[2] | a[3] | a[4] | a[5] | a[6] | a[7] | a[8] | a[9] | a[10] | a[11]) == 0u || (a[0] == 0xffffaaabu && a[1] == 0xb9feffffu && a[2] == 0xb153ffffu && a[3] == 0x1eabfffeu && a[4] == 0xf6b0f624u && a[5] == 0x6730d2a0u && a[6] == 0xf38512bfu && a[7] == 0x64774b84u && a[8] == 0x434bacd7u && a[9] == 0x4b1ba7b6u && a[10] == 0x397fe69au && a[11] == 0x1a0111eau);
 }
 
 // Subtracts p once if a >= p; a must be below 2p.
@@ -42,8 +37,11 @@ fn fq_reduce_once(a: Fq) -> Fq {
     return d;
 }
 
+// a + b, less B once if it reaches B = fq_bound().
 fn fq_add(a: Fq, b: Fq) -> Fq {
+    let bound = fq_bound();
     var r: Fq;
+    var d: Fq;
     var s: vec2<u32>;
     s = adc(a[0], b[0], 0u); r[0] = s.x;
     s = adc(a[1], b[1], s.y); r[1] = s.x;
@@ -57,10 +55,26 @@ fn fq_add(a: Fq, b: Fq) -> Fq {
     s = adc(a[9], b[9], s.y); r[9] = s.x;
     s = adc(a[10], b[10], s.y); r[10] = s.x;
     s = adc(a[11], b[11], s.y); r[11] = s.x;
-    return fq_reduce_once(r);
+    s = sbb(r[0], bound[0], 0u); d[0] = s.x;
+    s = sbb(r[1], bound[1], s.y); d[1] = s.x;
+    s = sbb(r[2], bound[2], s.y); d[2] = s.x;
+    s = sbb(r[3], bound[3], s.y); d[3] = s.x;
+    s = sbb(r[4], bound[4], s.y); d[4] = s.x;
+    s = sbb(r[5], bound[5], s.y); d[5] = s.x;
+    s = sbb(r[6], bound[6], s.y); d[6] = s.x;
+    s = sbb(r[7], bound[7], s.y); d[7] = s.x;
+    s = sbb(r[8], bound[8], s.y); d[8] = s.x;
+    s = sbb(r[9], bound[9], s.y); d[9] = s.x;
+    s = sbb(r[10], bound[10], s.y); d[10] = s.x;
+    s = sbb(r[11], bound[11], s.y); d[11] = s.x;
+    // A final borrow means r < B: keep r.
+    if (s.y != 0u) { return r; }
+    return d;
 }
 
+// a - b, plus B = fq_bound() when it borrowed.
 fn fq_sub(a: Fq, b: Fq) -> Fq {
+    let bound = fq_bound();
     var r: Fq;
     var s: vec2<u32>;
     s = sbb(a[0], b[0], 0u); r[0] = s.x;
@@ -75,20 +89,20 @@ fn fq_sub(a: Fq, b: Fq) -> Fq {
     s = sbb(a[9], b[9], s.y); r[9] = s.x;
     s = sbb(a[10], b[10], s.y); r[10] = s.x;
     s = sbb(a[11], b[11], s.y); r[11] = s.x;
-    // mask is all ones when a < b: add p back.
+    // mask is all ones when a < b: add B back.
     let mask = 0u - s.y;
-    s = adc(r[0], 0xffffaaabu & mask, 0u); r[0] = s.x;
-    s = adc(r[1], 0xb9feffffu & mask, s.y); r[1] = s.x;
-    s = adc(r[2], 0xb153ffffu & mask, s.y); r[2] = s.x;
-    s = adc(r[3], 0x1eabfffeu & mask, s.y); r[3] = s.x;
-    s = adc(r[4], 0xf6b0f624u & mask, s.y); r[4] = s.x;
-    s = adc(r[5], 0x6730d2a0u & mask, s.y); r[5] = s.x;
-    s = adc(r[6], 0xf38512bfu & mask, s.y); r[6] = s.x;
-    s = adc(r[7], 0x64774b84u & mask, s.y); r[7] = s.x;
-    s = adc(r[8], 0x434bacd7u & mask, s.y); r[8] = s.x;
-    s = adc(r[9], 0x4b1ba7b6u & mask, s.y); r[9] = s.x;
-    s = adc(r[10], 0x397fe69au & mask, s.y); r[10] = s.x;
-    s = adc(r[11], 0x1a0111eau & mask, s.y); r[11] = s.x;
+    s = adc(r[0], bound[0] & mask, 0u); r[0] = s.x;
+    s = adc(r[1], bound[1] & mask, s.y); r[1] = s.x;
+    s = adc(r[2], bound[2] & mask, s.y); r[2] = s.x;
+    s = adc(r[3], bound[3] & mask, s.y); r[3] = s.x;
+    s = adc(r[4], bound[4] & mask, s.y); r[4] = s.x;
+    s = adc(r[5], bound[5] & mask, s.y); r[5] = s.x;
+    s = adc(r[6], bound[6] & mask, s.y); r[6] = s.x;
+    s = adc(r[7], bound[7] & mask, s.y); r[7] = s.x;
+    s = adc(r[8], bound[8] & mask, s.y); r[8] = s.x;
+    s = adc(r[9], bound[9] & mask, s.y); r[9] = s.x;
+    s = adc(r[10], bound[10] & mask, s.y); r[10] = s.x;
+    s = adc(r[11], bound[11] & mask, s.y); r[11] = s.x;
     return r;
 }
 

@@ -2,6 +2,9 @@
 // BLS12-381 base field Fq (p, 381 bits): Montgomery multiplication over limbs of 29 bits in u64 accumulators (see `MulForm::Lazy29` there).
 // Needs fq.wgsl and SHADER_INT64.
 
+// Elements stay below B = 2p: products skip their final subtraction.
+fn fq_bound() -> Fq { return Fq(0xffff5556u, 0x73fdffffu, 0x62a7ffffu, 0x3d57fffdu, 0xed61ec48u, 0xce61a541u, 0xe70a257eu, 0xc8ee9709u, 0x869759aeu, 0x96374f6cu, 0x72ffcd34u, 0x340223d4u); }
+
 // Montgomery product a·b·R^-1 mod p, R = 2^384: 13 rounds of 29 bits and one of 7.
 fn fq_mul(a: Fq, b: Fq) -> Fq {
     let a0 = u64(((a[0]) & 0x1fffffffu));
@@ -536,7 +539,7 @@ fn fq_mul(a: Fq, b: Fq) -> Fq {
     carry = carry >> 29u;
     carry += s12;
     let l13 = u32(carry) & 0x1fffffffu;
-    return fq_reduce_once(Fq((l0 >> 7u) | (l1 << 22u),
+    return Fq((l0 >> 7u) | (l1 << 22u),
         (l1 >> 10u) | (l2 << 19u),
         (l2 >> 13u) | (l3 << 16u),
         (l3 >> 16u) | (l4 << 13u),
@@ -547,7 +550,7 @@ fn fq_mul(a: Fq, b: Fq) -> Fq {
         (l9 >> 2u) | (l10 << 27u),
         (l10 >> 5u) | (l11 << 24u),
         (l11 >> 8u) | (l12 << 21u),
-        (l12 >> 11u) | (l13 << 18u)));
+        (l12 >> 11u) | (l13 << 18u));
 }
 
 // (a·b + c·d)·R^-1 mod p with one reduction, as fq_mul: each round adds both products.
@@ -1308,7 +1311,7 @@ fn fq_mul_sum(a: Fq, b: Fq, c: Fq, d: Fq) -> Fq {
     carry = carry >> 29u;
     carry += s12;
     let l13 = u32(carry) & 0x1fffffffu;
-    return fq_reduce_once(Fq((l0 >> 7u) | (l1 << 22u),
+    return Fq((l0 >> 7u) | (l1 << 22u),
         (l1 >> 10u) | (l2 << 19u),
         (l2 >> 13u) | (l3 << 16u),
         (l3 >> 16u) | (l4 << 13u),
@@ -1319,5 +1322,5 @@ fn fq_mul_sum(a: Fq, b: Fq, c: Fq, d: Fq) -> Fq {
         (l9 >> 2u) | (l10 << 27u),
         (l10 >> 5u) | (l11 << 24u),
         (l11 >> 8u) | (l12 << 21u),
-        (l12 >> 11u) | (l13 << 18u)));
+        (l12 >> 11u) | (l13 << 18u));
 }

@@ -2,6 +2,9 @@
 // BLS12-381 base field Fq (p, 381 bits): Montgomery multiplication, rolled (see `MulForm::Rolled` there).
 // Needs fq.wgsl and one wide-multiply file (mac).
 
+// Elements stay below B = p.
+fn fq_bound() -> Fq { return Fq(0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau); }
+
 // Montgomery product a·b·R^-1 mod p: CIOS with the carry word elided (p has a spare top bit).
 fn fq_mul(a: Fq, b: Fq) -> Fq {
     var t0 = 0u;

@@ -21,14 +21,9 @@ fn fr_zero() -> Fr { return Fr(0x00000000u, 0x00000000u, 0x00000000u, 0x00000000
 // R mod p: the Montgomery form of 1.
 fn fr_one() -> Fr { return Fr(0xfffffffeu, 0x00000001u, 0x00034802u, 0x5884b7fau, 0xecbc4ff5u, 0x998c4fefu, 0xacc5056fu, 0x1824b159u); }
 
-fn fr_modulus() -> Fr { return Fr(0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u, 0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u); }
-
-fn fr_eq(a: Fr, b: Fr) -> bool {
-    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4] && a[5] == b[5] && a[6] == b[6] && a[7] == b[7];
-}
-
+// Zero as 0, or as p where the multiplication keeps elements below 2p (fr_bound).
 fn fr_is_zero(a: Fr) -> bool {
-    return (a[0] | a[1] | a[2] | a[3] | a[4] | a[5] | a[6] | a[7]) == 0u;
+    return (a[0] | a[1] | a[2] | a[3] | a[4] | a[5] | a[6] | a[7]) == 0u || (a[0] == 0x00000001u && a[1] == 0xffffffffu && a[2] == 0xfffe5bfeu && a[3] == 0x53bda402u && a[4] == 0x09a1d805u && a[5] == 0x3339d808u && a[6] == 0x299d7d48u && a[7] == 0x73eda753u);
 }
 
 // Subtracts p once if a >= p; a must be below 2p.
@@ -48,8 +43,11 @@ fn fr_reduce_once(a: Fr) -> Fr {
     return d;
 }
 
+// a + b, less B once if it reaches B = fr_bound().
 fn fr_add(a: Fr, b: Fr) -> Fr {
+    let bound = fr_bound();
     var r: Fr;
+    var d: Fr;
     var s: vec2<u32>;
     s = adc(a[0], b[0], 0u); r[0] = s.x;
     s = adc(a[1], b[1], s.y); r[1] = s.x;
@@ -59,10 +57,22 @@ fn fr_add(a: Fr, b: Fr) -> Fr {
     s = adc(a[5], b[5], s.y); r[5] = s.x;
     s = adc(a[6], b[6], s.y); r[6] = s.x;
     s = adc(a[7], b[7], s.y); r[7] = s.x;
-    return fr_reduce_once(r);
+    s = sbb(r[0], bound[0], 0u); d[0] = s.x;
+    s = sbb(r[1], bound[1], s.y); d[1] = s.x;
+    s = sbb(r[2], bound[2], s.y); d[2] = s.x;
+    s = sbb(r[3], bound[3], s.y); d[3] = s.x;
+    s = sbb(r[4], bound[4], s.y); d[4] = s.x;
+    s = sbb(r[5], bound[5], s.y); d[5] = s.x;
+    s = sbb(r[6], bound[6], s.y); d[6] = s.x;
+    s = sbb(r[7], bound[7], s.y); d[7] = s.x;
+    // A final borrow means r < B: keep r.
+    if (s.y != 0u) { return r; }
+    return d;
 }
 
+// a - b, plus B = fr_bound() when it borrowed.
 fn fr_sub(a: Fr, b: Fr) -> Fr {
+    let bound = fr_bound();
     var r: Fr;
     var s: vec2<u32>;
     s = sbb(a[0], b[0], 0u); r[0] = s.x;
@@ -73,16 +83,16 @@ fn fr_sub(a: Fr, b: Fr) -> Fr {
     s = sbb(a[5], b[5], s.y); r[5] = s.x;
     s = sbb(a[6], b[6], s.y); r[6] = s.x;
     s = sbb(a[7], b[7], s.y); r[7] = s.x;
-    // mask is all ones when a < b: add p back.
+    // mask is all ones when a < b: add B back.
     let mask = 0u - s.y;
-    s = adc(r[0], 0x00000001u & mask, 0u); r[0] = s.x;
-    s = adc(r[1], 0xffffffffu & mask, s.y); r[1] = s.x;
-    s = adc(r[2], 0xfffe5bfeu & mask, s.y); r[2] = s.x;
-    s = adc(r[3], 0x53bda402u & mask, s.y); r[3] = s.x;
-    s = adc(r[4], 0x09a1d805u & mask, s.y); r[4] = s.x;
-    s = adc(r[5], 0x3339d808u & mask, s.y); r[5] = s.x;
-    s = adc(r[6], 0x299d7d48u & mask, s.y); r[6] = s.x;
-    s = adc(r[7], 0x73eda753u & mask, s.y); r[7] = s.x;
+    s = adc(r[0], bound[0] & mask, 0u); r[0] = s.x;
+    s = adc(r[1], bound[1] & mask, s.y); r[1] = s.x;
+    s = adc(r[2], bound[2] & mask, s.y); r[2] = s.x;
+    s = adc(r[3], bound[3] & mask, s.y); r[3] = s.x;
+    s = adc(r[4], bound[4] & mask, s.y); r[4] = s.x;
+    s = adc(r[5], bound[5] & mask, s.y); r[5] = s.x;
+    s = adc(r[6], bound[6] & mask, s.y); r[6] = s.x;
+    s = adc(r[7], bound[7] & mask, s.y); r[7] = s.x;
     return r;
 }
 

@@ -2,6 +2,9 @@
 // BLS12-381 scalar field Fr (r, 255 bits): Montgomery multiplication over limbs of 29 bits in u64 accumulators (see `MulForm::Lazy29` there).
 // Needs fr.wgsl and SHADER_INT64.
 
+// Elements stay below B = p.
+fn fr_bound() -> Fr { return Fr(0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u, 0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u); }
+
 // Montgomery product a·b·R^-1 mod p, R = 2^256: 8 rounds of 29 bits and one of 24.
 fn fr_mul(a: Fr, b: Fr) -> Fr {
     let a0 = u64(((a[0]) & 0x1fffffffu));

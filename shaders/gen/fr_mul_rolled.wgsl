@@ -2,6 +2,9 @@
 // BLS12-381 scalar field Fr (r, 255 bits): Montgomery multiplication, rolled (see `MulForm::Rolled` there).
 // Needs fr.wgsl and one wide-multiply file (mac).
 
+// Elements stay below B = p.
+fn fr_bound() -> Fr { return Fr(0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u, 0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u); }
+
 // Montgomery product a·b·R^-1 mod p: CIOS with the carry word elided (p has a spare top bit).
 fn fr_mul(a: Fr, b: Fr) -> Fr {
     var t0 = 0u;

@@ -3,7 +3,8 @@
 //! blstrs keeps `Scalar` (Fr), `Fp` (Fq) and `Fp2` in Montgomery form as little-endian u64
 //! limbs, R = 2^256 / 2^384. On a little-endian host the same bytes are little-endian u32
 //! limbs in Montgomery form with the same R, which is exactly what `shaders/gen/*.wgsl`
-//! compute on: slices go to the GPU as they are, with no per-element conversion.
+//! compute on: slices go to the GPU as they are, with no per-element conversion. Back from
+//! the GPU, elements are reduced below the modulus: the int64 path keeps Fq below 2p.
 
 pub mod bench;
 pub mod check;
@@ -21,8 +22,9 @@ compile_error!("the GPU limb layout relies on a little-endian host");
 ///
 /// # Safety
 /// Implementors must be `repr(transparent)` (or `repr(C)`) over exactly `LIMBS` u32 words of
-/// Montgomery-form limbs with no padding, and every such bit pattern produced by our shaders
-/// must be a valid value (the shaders only ever write reduced elements).
+/// Montgomery-form limbs with no padding, made of prime-field limbs below `MODULUS` once
+/// [`reduce_read_back`](GpuField::reduce_read_back) has run (the shaders write elements below
+/// twice the modulus).
 pub unsafe trait GpuField:
     Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static
 {
@@ -30,6 +32,17 @@ pub unsafe trait GpuField:
     const LIMBS: usize;
     /// Name used in shaders and messages (`fq`, `fr`, `fq2`).
     const NAME: &'static str;
+    /// The modulus of the prime field whose elements make up this one, little-endian words.
+    const MODULUS: &'static [u32];
+
+    /// Brings elements read back from the GPU below the modulus: each prime-field part below
+    /// twice the modulus (shaders/gen/fq_mul_lazy29.wgsl's `fq_bound`) loses it once.
+    fn reduce_read_back(values: &mut [Self]) {
+        let words: &mut [u32] = bytemuck::cast_slice_mut(Self::as_bytes_mut(values));
+        for part in words.chunks_exact_mut(Self::MODULUS.len()) {
+            subtract_once_if_at_least(part, Self::MODULUS);
+        }
+    }
 
     /// Loop trips of one multiplication on the `wide` path as llvmpipe counts them
     /// ([`wgsl::mul_loop_trips`]).
@@ -76,9 +89,41 @@ pub unsafe trait GpuField:
             );
             out.set_len(count);
         }
+        Self::reduce_read_back(&mut out);
         out
     }
 }
+
+/// `value - modulus` when `value >= modulus` (little-endian words of equal length).
+fn subtract_once_if_at_least(value: &mut [u32], modulus: &[u32]) {
+    let below = value
+        .iter()
+        .rev()
+        .zip(modulus.iter().rev())
+        .find(|(v, m)| v != m)
+        .is_some_and(|(v, m)| v < m);
+    if below {
+        return;
+    }
+    let mut borrow = false;
+    for (v, &m) in value.iter_mut().zip(modulus) {
+        let (d, b1) = v.overflowing_sub(m);
+        let (d, b2) = d.overflowing_sub(borrow as u32);
+        *v = d;
+        borrow = b1 || b2;
+    }
+}
+
+/// p, the modulus of Fq.
+const P_WORDS: [u32; 12] = [
+    0xffffaaab, 0xb9feffff, 0xb153ffff, 0x1eabfffe, 0xf6b0f624, 0x6730d2a0, 0xf38512bf, 0x64774b84,
+    0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea,
+];
+
+/// r, the modulus of Fr.
+const R_WORDS: [u32; 8] = [
+    0x00000001, 0xffffffff, 0xfffe5bfe, 0x53bda402, 0x09a1d805, 0x3339d808, 0x299d7d48, 0x73eda753,
+];
 
 const _: () = assert!(std::mem::size_of::<Fp>() == 48);
 const _: () = assert!(std::mem::size_of::<Scalar>() == 32);
@@ -88,18 +133,21 @@ const _: () = assert!(std::mem::size_of::<Fp2>() == 96);
 unsafe impl GpuField for Fp {
     const LIMBS: usize = 12;
     const NAME: &'static str = "fq";
+    const MODULUS: &'static [u32] = &P_WORDS;
 }
 
 // SAFETY: `Scalar` is repr(transparent) over blst_fr, four u64 Montgomery limbs.
 unsafe impl GpuField for Scalar {
     const LIMBS: usize = 8;
     const NAME: &'static str = "fr";
+    const MODULUS: &'static [u32] = &R_WORDS;
 }
 
 // SAFETY: `Fp2` is repr(transparent) over blst_fp2, two blst_fp (c0 then c1).
 unsafe impl GpuField for Fp2 {
     const LIMBS: usize = 24;
     const NAME: &'static str = "fq2";
+    const MODULUS: &'static [u32] = &P_WORDS;
 
     /// A loop over three Fq products (Karatsuba, portable) or two sums of products (int64),
     /// one Fq multiplication each (`shaders/fq2_mul_*.wgsl`).
@@ -109,5 +157,50 @@ unsafe impl GpuField for Fp2 {
             WideMul::Int64 => 2,
         };
         products + 1 + products * Fp::mul_loop_trips(wide)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ff::Field;
+
+    /// The modulus as words, from blstrs: -1's canonical bytes, plus one.
+    fn modulus_of(minus_one_le: &[u8]) -> Vec<u32> {
+        let mut words: Vec<u32> = bytemuck::pod_collect_to_vec(minus_one_le);
+        words[0] += 1; // the low word of p - 1 and of r - 1 is not all ones
+        words
+    }
+
+    #[test]
+    fn moduli_are_blstrs_moduli() {
+        assert_eq!(modulus_of(&(-Fp::ONE).to_bytes_le()), P_WORDS);
+        assert_eq!(modulus_of(&(-Scalar::ONE).to_bytes_le()), R_WORDS);
+    }
+
+    #[test]
+    fn read_back_elements_below_twice_the_modulus_are_reduced() {
+        use rand_chacha::rand_core::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let values: Vec<Fp> = (0..64)
+            .map(|_| Fp::random(&mut rng))
+            .chain([Fp::ZERO, -Fp::ONE])
+            .collect();
+        // Each value plus p, as the int64 path's shaders may write it.
+        let mut words: Vec<u32> = bytemuck::pod_collect_to_vec(Fp::as_bytes(&values));
+        for part in words.chunks_exact_mut(12) {
+            let mut carry = false;
+            for (w, &p) in part.iter_mut().zip(&P_WORDS) {
+                let (s, c1) = w.overflowing_add(p);
+                let (s, c2) = s.overflowing_add(carry as u32);
+                *w = s;
+                carry = c1 || c2;
+            }
+            assert!(!carry);
+        }
+        assert_eq!(Fp::from_bytes(bytemuck::cast_slice(&words)), values);
+        assert_eq!(Fp::from_bytes(Fp::as_bytes(&values)), values);
+        let pairs: Vec<Fp2> = values.chunks(2).map(|c| Fp2::new(c[0], c[1])).collect();
+        assert_eq!(Fp2::from_bytes(bytemuck::cast_slice(&words)), pairs);
     }
 }

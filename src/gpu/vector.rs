@@ -127,6 +127,7 @@ impl<T: GpuField> DeviceVector<T> {
             .zip(out.chunks_mut(self.layout.part_len()))
         {
             gpu.download_into(part, 0, T::as_bytes_mut(values))?;
+            T::reduce_read_back(values);
         }
         Ok(out)
     }

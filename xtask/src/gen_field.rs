@@ -2,7 +2,10 @@
 //!
 //! Each field is written over little-endian u32 limbs in Montgomery form with R = 2^(32·N),
 //! the same representation blstrs keeps in memory, so host values upload without conversion;
-//! the multiplication comes in two forms ([`MulForm`]), one a wide-multiply path. The code is
+//! the multiplication comes in two forms ([`MulForm`]), one a wide-multiply path. Where R
+//! leaves room (Fq on the int64 path, [`below_2p`]) elements are kept below 2p rather than p:
+//! the multiplication then skips its final subtraction, and values read back are reduced on
+//! the host. The code is
 //! unrolled, or loops with constant indices only, with the modulus inlined as literals:
 //! drivers keep such code in registers, while dynamically indexed arrays spill.
 
@@ -229,24 +232,20 @@ pub fn generate(spec: &FieldSpec) -> String {
         "fn {f}_one() -> {t} {{ return {}; }}\n",
         literal(&limbs_of(&r, n), t)
     );
-    emit!(
-        w,
-        "fn {f}_modulus() -> {t} {{ return {}; }}\n",
-        literal(&p_limbs, t)
-    );
 
-    // Equality and zero test.
-    let eq: Vec<String> = (0..n).map(|i| format!("a[{i}] == b[{i}]")).collect();
-    emit!(
-        w,
-        "fn {f}_eq(a: {t}, b: {t}) -> bool {{\n    return {};\n}}\n",
-        eq.join(" && ")
-    );
+    // Zero test: an element below 2p (`{f}_bound`) is zero as 0 or as p.
     let zero: Vec<String> = (0..n).map(|i| format!("a[{i}]")).collect();
+    let is_p: Vec<String> = p_limbs
+        .iter()
+        .enumerate()
+        .map(|(i, pl)| format!("a[{i}] == 0x{pl:08x}u"))
+        .collect();
+    emit!(w, "// Zero as 0, or as p where the multiplication keeps elements below 2p ({f}_bound).");
     emit!(
         w,
-        "fn {f}_is_zero(a: {t}) -> bool {{\n    return ({}) == 0u;\n}}\n",
-        zero.join(" | ")
+        "fn {f}_is_zero(a: {t}) -> bool {{\n    return ({}) == 0u || ({});\n}}\n",
+        zero.join(" | "),
+        is_p.join(" && ")
     );
 
     // a - p if a >= p, else a. Inputs below 2p.
@@ -267,29 +266,39 @@ pub fn generate(spec: &FieldSpec) -> String {
     emit!(w, "    // A final borrow means a < p: keep a.");
     emit!(w, "    if (s.y != 0u) {{ return a; }}\n    return d;\n}}\n");
 
-    // Addition: the sum of two reduced values stays below 2^(32n) thanks to the spare bit.
+    // Addition and subtraction keep elements below the bound B (p, or 2p where the
+    // multiplication file says so: `{f}_bound`, a constant after inlining). The sum of two
+    // elements stays below 2B <= 4p < 2^(32n).
+    emit!(w, "// a + b, less B once if it reaches B = {f}_bound().");
     emit!(w, "fn {f}_add(a: {t}, b: {t}) -> {t} {{");
-    emit!(w, "    var r: {t};\n    var s: vec2<u32>;");
+    emit!(w, "    let bound = {f}_bound();");
+    emit!(w, "    var r: {t};\n    var d: {t};\n    var s: vec2<u32>;");
     for i in 0..n {
         let carry = if i == 0 { "0u" } else { "s.y" };
         emit!(w, "    s = adc(a[{i}], b[{i}], {carry}); r[{i}] = s.x;");
     }
-    emit!(w, "    return {f}_reduce_once(r);\n}}\n");
+    for i in 0..n {
+        let borrow = if i == 0 { "0u" } else { "s.y" };
+        emit!(w, "    s = sbb(r[{i}], bound[{i}], {borrow}); d[{i}] = s.x;");
+    }
+    emit!(w, "    // A final borrow means r < B: keep r.");
+    emit!(w, "    if (s.y != 0u) {{ return r; }}\n    return d;\n}}\n");
 
-    // Subtraction: a - b, plus p when it borrowed.
+    emit!(w, "// a - b, plus B = {f}_bound() when it borrowed.");
     emit!(w, "fn {f}_sub(a: {t}, b: {t}) -> {t} {{");
+    emit!(w, "    let bound = {f}_bound();");
     emit!(w, "    var r: {t};\n    var s: vec2<u32>;");
     for i in 0..n {
         let borrow = if i == 0 { "0u" } else { "s.y" };
         emit!(w, "    s = sbb(a[{i}], b[{i}], {borrow}); r[{i}] = s.x;");
     }
-    emit!(w, "    // mask is all ones when a < b: add p back.");
+    emit!(w, "    // mask is all ones when a < b: add B back.");
     emit!(w, "    let mask = 0u - s.y;");
-    for (i, pl) in p_limbs.iter().enumerate() {
+    for i in 0..n {
         let carry = if i == 0 { "0u" } else { "s.y" };
         emit!(
             w,
-            "    s = adc(r[{i}], 0x{pl:08x}u & mask, {carry}); r[{i}] = s.x;"
+            "    s = adc(r[{i}], bound[{i}] & mask, {carry}); r[{i}] = s.x;"
         );
     }
     emit!(w, "    return r;\n}}\n");
@@ -355,9 +364,33 @@ fn bits_of_words(v: &str, n: usize, start: usize, width: usize) -> String {
     }
 }
 
-/// [`MulForm::Lazy29`]: `{f}_mul`, and `{f}_mul_sum` where the spec asks for it.
+/// Whether [`MulForm::Lazy29`] keeps this field's elements below 2p, skipping the final
+/// subtraction of every product: a product of terms below 2p, (terms·4p^2 + R·p) / R, stays
+/// below 2p when 4·terms·p < R (Fq: 8p < 2^384; not Fr, r > 2^254).
+pub fn below_2p(spec: &FieldSpec) -> bool {
+    let p = BigUint::parse_bytes(spec.modulus_hex.as_bytes(), 16).expect("modulus hex");
+    let terms = if spec.mul_sum { 2u32 } else { 1 };
+    p * (4 * terms) < BigUint::one() << (32 * spec.limbs)
+}
+
+/// `{f}_bound()`: the bound B every element of this multiplication file stays below.
+fn emit_bound(w: &mut String, spec: &FieldSpec, below_2p: bool) {
+    let Constants { n, p_limbs, .. } = Constants::of(spec);
+    let (f, t) = (spec.prefix, spec.type_name);
+    let p = BigUint::parse_bytes(spec.modulus_hex.as_bytes(), 16).expect("modulus hex");
+    if below_2p {
+        emit!(w, "// Elements stay below B = 2p: products skip their final subtraction.");
+        emit!(w, "fn {f}_bound() -> {t} {{ return {}; }}\n", literal(&limbs_of(&(p * 2u32), n), t));
+    } else {
+        emit!(w, "// Elements stay below B = p.");
+        emit!(w, "fn {f}_bound() -> {t} {{ return {}; }}\n", literal(&p_limbs, t));
+    }
+}
+
+/// [`MulForm::Lazy29`]: `{f}_bound`, `{f}_mul`, and `{f}_mul_sum` where the spec asks for it.
 fn generate_lazy_mul(spec: &FieldSpec) -> String {
     let (f, bits) = (spec.prefix, LAZY_BITS);
+    let lazy = below_2p(spec);
     let mut s = String::new();
     let w = &mut s;
     emit!(w, "{GENERATED}");
@@ -367,33 +400,41 @@ fn generate_lazy_mul(spec: &FieldSpec) -> String {
         spec.description
     );
     emit!(w, "// Needs {f}.wgsl and SHADER_INT64.\n");
-    lazy_product(w, spec, 1);
+    emit_bound(w, spec, lazy);
+    lazy_product(w, spec, 1, lazy);
     if spec.mul_sum {
         emit!(w, "");
-        lazy_product(w, spec, 2);
+        lazy_product(w, spec, 2, lazy);
     }
     s
 }
 
 /// One Montgomery product over 29-bit limbs of `terms` products summed (a·b, or a·b + c·d),
 /// with R = 2^(32·n): rounds of 29 bits and one last round of the bits left (7 for Fq, 24
-/// for Fr), so the form stays blstrs'.
-fn lazy_product(w: &mut String, spec: &FieldSpec, terms: usize) {
+/// for Fr), so the form stays blstrs'. `below_2p`: inputs and result below 2p, no final
+/// subtraction; otherwise below p.
+fn lazy_product(w: &mut String, spec: &FieldSpec, terms: usize, below_2p: bool) {
     let Constants { n, inv, .. } = Constants::of(spec);
     let (f, t) = (spec.prefix, spec.type_name);
     let p = BigUint::parse_bytes(spec.modulus_hex.as_bytes(), 16).expect("modulus hex");
     let bits = LAZY_BITS;
     let limbs = (p.bits() as usize).div_ceil(bits);
+    // Inputs below 2p have one bit more: they must fit the same limbs.
+    assert!(
+        !below_2p || (p.bits() as usize + 1).div_ceil(bits) == limbs,
+        "{f}: 2p needs another limb"
+    );
     let total = 32 * n;
     let full_rounds = total / bits;
     let last_bits = total % bits;
     let rounds = full_rounds + usize::from(last_bits > 0);
     // Every limb of b is added in a round of its own; the rounds divide by exactly R.
     assert_eq!(rounds, limbs, "{f}: rounds and limbs of b differ");
-    // With inputs below p, T < (terms·p^2 + R·p) / R < 2p when terms·p < R: T·2^(last bits)
-    // fits `out_limbs` limbs, the last ones carries only.
+    // With inputs below B (p, or 2p), T < (terms·B^2 + R·p) / R < 2p when terms·B^2 < R·p:
+    // T·2^(last bits) fits `out_limbs` limbs, the last ones carries only.
+    let input_factor = if below_2p { 4 * terms } else { terms };
     assert!(
-        &p * terms < BigUint::one() << total,
+        &p * input_factor < BigUint::one() << total,
         "{f}: T could reach 2p"
     );
     let out_limbs = (p.bits() as usize + 1 + last_bits).div_ceil(bits);
@@ -512,11 +553,12 @@ fn lazy_product(w: &mut String, spec: &FieldSpec, terms: usize) {
             pieces.join(" | ")
         })
         .collect();
-    emit!(
-        w,
-        "    return {f}_reduce_once({t}({}));\n}}",
-        words.join(",\n        ")
-    );
+    let result = format!("{t}({})", words.join(",\n        "));
+    if below_2p {
+        emit!(w, "    return {result};\n}}");
+    } else {
+        emit!(w, "    return {f}_reduce_once({result});\n}}");
+    }
 }
 
 /// `{f}_mul` written in `form`; needs the field's own file.
@@ -543,6 +585,7 @@ fn generate_rolled_mul(spec: &FieldSpec) -> String {
         spec.description
     );
     emit!(w, "// Needs {f}.wgsl and one wide-multiply file (mac).\n");
+    emit_bound(w, spec, false);
     // Montgomery multiplication, CIOS without the extra carry word (valid with a spare top bit).
     emit!(w, "// Montgomery product a·b·R^-1 mod p: CIOS with the carry word elided (p has a spare top bit).");
     emit!(w, "fn {f}_mul(a: {t}, b: {t}) -> {t} {{");
