@@ -68,7 +68,12 @@ fn operands_below_2p_equal_blstrs<F: ReferenceField + SampleField>() {
         let gpu = kernels
             .apply(op, &plus_modulus(&lhs), &plus_modulus(&rhs))
             .expect("kernel runs");
-        assert_eq!(gpu, apply_cpu(op, &lhs, &rhs).unwrap(), "{}::{op:?}", F::NAME);
+        assert_eq!(
+            gpu,
+            apply_cpu(op, &lhs, &rhs).unwrap(),
+            "{}::{op:?}",
+            F::NAME
+        );
     }
 }
 

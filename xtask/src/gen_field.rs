@@ -240,7 +240,10 @@ pub fn generate(spec: &FieldSpec) -> String {
         .enumerate()
         .map(|(i, pl)| format!("a[{i}] == 0x{pl:08x}u"))
         .collect();
-    emit!(w, "// Zero as 0, or as p where the multiplication keeps elements below 2p ({f}_bound).");
+    emit!(
+        w,
+        "// Zero as 0, or as p where the multiplication keeps elements below 2p ({f}_bound)."
+    );
     emit!(
         w,
         "fn {f}_is_zero(a: {t}) -> bool {{\n    return ({}) == 0u || ({});\n}}\n",
@@ -279,7 +282,10 @@ pub fn generate(spec: &FieldSpec) -> String {
     }
     for i in 0..n {
         let borrow = if i == 0 { "0u" } else { "s.y" };
-        emit!(w, "    s = sbb(r[{i}], bound[{i}], {borrow}); d[{i}] = s.x;");
+        emit!(
+            w,
+            "    s = sbb(r[{i}], bound[{i}], {borrow}); d[{i}] = s.x;"
+        );
     }
     emit!(w, "    // A final borrow means r < B: keep r.");
     emit!(w, "    if (s.y != 0u) {{ return r; }}\n    return d;\n}}\n");
@@ -379,11 +385,22 @@ fn emit_bound(w: &mut String, spec: &FieldSpec, below_2p: bool) {
     let (f, t) = (spec.prefix, spec.type_name);
     let p = BigUint::parse_bytes(spec.modulus_hex.as_bytes(), 16).expect("modulus hex");
     if below_2p {
-        emit!(w, "// Elements stay below B = 2p: products skip their final subtraction.");
-        emit!(w, "fn {f}_bound() -> {t} {{ return {}; }}\n", literal(&limbs_of(&(p * 2u32), n), t));
+        emit!(
+            w,
+            "// Elements stay below B = 2p: products skip their final subtraction."
+        );
+        emit!(
+            w,
+            "fn {f}_bound() -> {t} {{ return {}; }}\n",
+            literal(&limbs_of(&(p * 2u32), n), t)
+        );
     } else {
         emit!(w, "// Elements stay below B = p.");
-        emit!(w, "fn {f}_bound() -> {t} {{ return {}; }}\n", literal(&p_limbs, t));
+        emit!(
+            w,
+            "fn {f}_bound() -> {t} {{ return {}; }}\n",
+            literal(&p_limbs, t)
+        );
     }
 }
 
