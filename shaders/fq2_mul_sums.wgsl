@@ -1,4 +1,4 @@
-// Fq2 multiplication on the int64 path (after fq2.wgsl and fq_mul_lazy29.wgsl):
+// Fq2 multiplication on the int64 path (after fq2.wgsl and fq_mul_lazy.wgsl):
 // (a0 b0 - a1 b1) + (a0 b1 + a1 b0)·u as two sums of products, each reduced once
 // (fq_mul_sum), a1 b1 subtracted as a1 (p - b1). Karatsuba's three products cost the same
 // limb products here but a third reduction and five additions more. One fq_mul_sum call site

@@ -8,7 +8,7 @@ use crate::gpu::program::{concat, UniformLayout};
 use crate::gpu::{Binding, Compiled, EntryPoint, GpuContext, Program, WideMul, MAX_LOOP_TRIPS};
 use crate::uniform_layout;
 use blstrs::{Fp, Scalar};
-use ff::{Field, PrimeField};
+use ff::Field;
 use std::time::{Duration, Instant};
 
 /// How hard to push each kernel.
@@ -180,20 +180,19 @@ fn chain_loop_trips<F: GpuField>(wide: WideMul) -> u32 {
     1 + F::mul_loop_trips(wide)
 }
 
-/// Bits of BLS12-381's p (blstrs' Fp is no `PrimeField`).
-const FQ_BITS: u32 = 381;
-
-/// Bits of a limb of the int64 path's multiplication (`LAZY_BITS` in xtask/src/gen_field.rs).
-const LAZY_LIMB_BITS: u32 = 29;
+/// Limbs of the int64 path's multiplications (`lazy_bits` in xtask/src/gen_field.rs): Fq's
+/// 381 bits in 30-bit limbs, Fr's 255 in 29-bit ones.
+const FQ_LAZY_LIMBS: u32 = 13;
+const FR_LAZY_LIMBS: u32 = 9;
 
 /// Each path's multiply does two rows of limb products per limb: over the n 32-bit words
-/// (portable: CIOS) or over 29-bit limbs (int64: `MulForm::Lazy29` in xtask). At best each
+/// (portable: CIOS) or over `lazy_limbs` (int64: `MulForm::Lazy` in xtask). At best each
 /// product is one 32-bit multiply instruction (a widening multiply-add), so the adapter's u32
 /// multiply rate over that count bounds the path.
-fn mul_ceiling(wide: WideMul, bits: u32, words: usize) -> Option<(&'static str, u32)> {
+fn mul_ceiling(wide: WideMul, lazy_limbs: u32, words: usize) -> Option<(&'static str, u32)> {
     let limbs = match wide {
         WideMul::Portable => words as u32,
-        WideMul::Int64 => bits.div_ceil(LAZY_LIMB_BITS),
+        WideMul::Int64 => lazy_limbs,
     };
     Some(("u32 mul", 2 * limbs * limbs))
 }
@@ -219,7 +218,7 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
                 E::FqMulChain,
                 Chain::FqMul,
                 1,
-                mul_ceiling(wide, FQ_BITS, Fp::LIMBS),
+                mul_ceiling(wide, FQ_LAZY_LIMBS, Fp::LIMBS),
                 chain_loop_trips::<Fp>(wide),
             ),
             kernel(
@@ -227,7 +226,7 @@ pub fn run(gpu: &GpuContext, config: &FieldBenchConfig) -> Result<Vec<Rate>> {
                 E::FrMulChain,
                 Chain::FrMul,
                 1,
-                mul_ceiling(wide, Scalar::NUM_BITS, Scalar::LIMBS),
+                mul_ceiling(wide, FR_LAZY_LIMBS, Scalar::LIMBS),
                 chain_loop_trips::<Scalar>(wide),
             ),
         ];

@@ -36,7 +36,7 @@ pub unsafe trait GpuField:
     const MODULUS: &'static [u32];
 
     /// Brings elements read back from the GPU below the modulus: each prime-field part below
-    /// twice the modulus (shaders/gen/fq_mul_lazy29.wgsl's `fq_bound`) loses it once.
+    /// twice the modulus (shaders/gen/fq_mul_lazy.wgsl's `fq_bound`) loses it once.
     fn reduce_read_back(values: &mut [Self]) {
         let words: &mut [u32] = bytemuck::cast_slice_mut(Self::as_bytes_mut(values));
         for part in words.chunks_exact_mut(Self::MODULUS.len()) {

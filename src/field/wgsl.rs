@@ -17,14 +17,14 @@ pub fn fq2(wide: WideMul) -> [&'static str; 2] {
     }
 }
 
-/// Fq and its multiplication as the `wide` path writes it: over 29-bit limbs in u64
+/// Fq and its multiplication as the `wide` path writes it: over 30-bit limbs in u64
 /// accumulators on the int64 path (the fastest code measured on the H200), a rolled CIOS
 /// through `mac` on the portable path, which serves GL and software adapters, where compiling
 /// an unrolled form took most of a cold run (BENCHMARKS.md, "Cold start on llvmpipe GL").
 pub fn fq(wide: WideMul) -> [&'static str; 2] {
     match wide {
         WideMul::Portable => [FQ, include_str!("../../shaders/gen/fq_mul_rolled.wgsl")],
-        WideMul::Int64 => [FQ, include_str!("../../shaders/gen/fq_mul_lazy29.wgsl")],
+        WideMul::Int64 => [FQ, include_str!("../../shaders/gen/fq_mul_lazy.wgsl")],
     }
 }
 
@@ -42,7 +42,7 @@ pub fn mul_loop_trips(wide: WideMul, limbs: usize) -> u32 {
 pub fn fr(wide: WideMul) -> [&'static str; 2] {
     match wide {
         WideMul::Portable => [FR, include_str!("../../shaders/gen/fr_mul_rolled.wgsl")],
-        WideMul::Int64 => [FR, include_str!("../../shaders/gen/fr_mul_lazy29.wgsl")],
+        WideMul::Int64 => [FR, include_str!("../../shaders/gen/fr_mul_lazy.wgsl")],
     }
 }
 
