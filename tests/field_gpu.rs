@@ -7,8 +7,7 @@ use blstrs::{Fp, Fp2, Scalar};
 use common::{field_kernels, gpu, Target};
 use wgpu_groth16::field::check::check_op;
 use wgpu_groth16::field::ops::{apply_cpu, FieldOp, FieldOpsProgram, ReferenceField};
-use wgpu_groth16::field::samples::{operand_pairs, SampleField};
-use wgpu_groth16::field::GpuField;
+use wgpu_groth16::field::samples::{operand_pairs, plus_modulus, SampleField};
 use wgpu_groth16::gpu::WideMul;
 use wgpu_groth16::Error;
 
@@ -37,24 +36,6 @@ fn assert_field_equals_blstrs<F: ReferenceField + SampleField>(target: Target, w
         "{target:?}/{wide}:\n{}",
         failures.join("\n")
     );
-}
-
-/// Each element's prime-field parts plus the modulus: the same values as the int64 path's
-/// shaders may hold them (Fq below 2p).
-fn plus_modulus<F: GpuField>(values: &[F]) -> Vec<F> {
-    let mut out = values.to_vec();
-    let words: &mut [u32] = bytemuck::cast_slice_mut(F::as_bytes_mut(&mut out));
-    for part in words.chunks_exact_mut(F::MODULUS.len()) {
-        let mut carry = false;
-        for (w, &m) in part.iter_mut().zip(F::MODULUS) {
-            let (sum, c1) = w.overflowing_add(m);
-            let (sum, c2) = sum.overflowing_add(carry as u32);
-            *w = sum;
-            carry = c1 || c2;
-        }
-        assert!(!carry, "an element plus the modulus overflowed its words");
-    }
-    out
 }
 
 /// On the int64 path Fq's operations take operands below 2p (their own results): every

@@ -57,6 +57,25 @@ pub fn operand_pairs<F: SampleField>(seed: u64, random_pairs: usize) -> (Vec<F>,
     (lhs, rhs)
 }
 
+/// Each element with the modulus added to its prime-field parts: the same values in the
+/// form the int64 path's shaders may hold them (Fq below 2p), for tests of that range. The
+/// result is only for uploading: blstrs expects its elements below the modulus.
+pub fn plus_modulus<F: GpuField>(values: &[F]) -> Vec<F> {
+    let mut out = values.to_vec();
+    let words: &mut [u32] = bytemuck::cast_slice_mut(F::as_bytes_mut(&mut out));
+    for part in words.chunks_exact_mut(F::MODULUS.len()) {
+        let mut carry = false;
+        for (w, &m) in part.iter_mut().zip(F::MODULUS) {
+            let (sum, c1) = w.overflowing_add(m);
+            let (sum, c2) = sum.overflowing_add(carry as u32);
+            *w = sum;
+            carry = c1 || c2;
+        }
+        assert!(!carry, "an element plus the modulus overflowed its words");
+    }
+    out
+}
+
 /// The element whose in-memory (Montgomery) limbs are `words`, which must be below p.
 fn from_words<F: GpuField>(words: &[u32]) -> F {
     let mut padded = words.to_vec();
