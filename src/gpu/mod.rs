@@ -76,6 +76,13 @@ pub fn workgroup_grid(threads: u64, workgroup_size: u32, max_per_dimension: u32)
     }
 }
 
+/// The distance between uniform blocks of `block` bytes: every dynamic offset must be a
+/// multiple of the device's `alignment`, whatever the block size (a 40-byte block at 32-byte
+/// alignment takes 64).
+fn uniform_stride(block: u64, alignment: u64) -> u64 {
+    block.next_multiple_of(alignment.max(1))
+}
+
 /// A buffer of uniform blocks, one per dispatch, read through dynamic offsets.
 pub struct UniformArray {
     buffer: wgpu::Buffer,
@@ -84,8 +91,10 @@ pub struct UniformArray {
 
 impl UniformArray {
     pub fn new<T: bytemuck::Pod>(gpu: &GpuContext, blocks: &[T]) -> Self {
-        let stride = (gpu.limits.min_uniform_buffer_offset_alignment as u64)
-            .max(std::mem::size_of::<T>() as u64);
+        let stride = uniform_stride(
+            std::mem::size_of::<T>() as u64,
+            gpu.limits.min_uniform_buffer_offset_alignment as u64,
+        );
         let mut bytes = vec![0u8; stride as usize * blocks.len().max(1)];
         for (i, b) in blocks.iter().enumerate() {
             let at = i * stride as usize;
@@ -411,5 +420,23 @@ impl GpuContext {
             .to_vec();
         buffer.unmap();
         Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uniform_stride;
+
+    #[test]
+    fn uniform_blocks_start_on_the_alignment_whatever_their_size() {
+        for alignment in [16, 32, 64, 256] {
+            for block in [8, 16, 32, 40, 48, 200, 256, 260] {
+                let stride = uniform_stride(block, alignment);
+                assert!(stride >= block, "{block} at {alignment}");
+                assert_eq!(stride % alignment, 0, "{block} at {alignment}");
+                assert!(stride < block + alignment, "{block} at {alignment}");
+            }
+        }
+        assert_eq!(uniform_stride(40, 32), 64);
     }
 }
