@@ -6,9 +6,11 @@
 // field's bound (fq_bound: 2p on the int64 path, whose products skip their final subtraction);
 // the host reduces the sums it reads back.
 //
-// There is one addition, `xyzz_add`, and kernels call it from a single place in their loops:
-// drivers inline every call (Mesa always does), so each call site of a point addition is
-// thousands of instructions, and compile time grows faster than linearly with them.
+// There are two additions, `xyzz_add` (any two accumulators) and `xyzz_add_affine` (an
+// accumulator and an affine point, the MSM's level 0), and a kernel calls one of them from a
+// single place in its loop: drivers inline every call (Mesa always does), so each call site
+// of a point addition is thousands of instructions, and compile time grows faster than
+// linearly with them.
 
 struct Affine {
     x: Field,
@@ -30,18 +32,10 @@ fn xyzz_is_identity(p: Xyzz) -> bool { return field_is_zero(p.zz); }
 
 fn affine_is_identity(a: Affine) -> bool { return field_is_zero(a.x) && field_is_zero(a.y); }
 
-// The affine point as an accumulator with ZZ = ZZZ = 1 (identity stays identity); pass it to
-// xyzz_add with q_is_affine = true to skip the multiplications by one.
-fn xyzz_from_affine(a: Affine, negate: bool) -> Xyzz {
-    if (affine_is_identity(a)) { return xyzz_identity(); }
-    var y = a.y;
-    if (negate) { y = field_neg(y); }
-    return Xyzz(a.x, y, field_one(), field_one());
-}
 
 // p + q, for any p and q (identity, equal, opposite). EFD add-2008-s; when p == q the same
 // multiplications compute dbl-2008-s-1 (P = 2Y, R = 3X^2, and no -PPP term in X3), so
-// doubling needs no second copy of the formula. `q_is_affine` means q.zz = q.zzz = 1.
+// doubling needs no second copy of the formula.
 //
 // Every multiplication goes through one call of field_mul in a loop over the formula's
 // steps, operands chosen per step: drivers inline each call site (an Fq multiplication is
@@ -50,7 +44,7 @@ fn xyzz_from_affine(a: Affine, negate: bool) -> Xyzz {
 // in place on p's four coordinates and four temporaries: registers bound this kernel (each
 // field element is 12 words, 24 for G2), and fewer live elements mean more threads resident.
 // q itself is copied into the temporaries before the loop, so it is not live across it.
-fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
+fn xyzz_add(p: Xyzz, q: Xyzz) -> Xyzz {
     if (xyzz_is_identity(p)) { return q; }
     if (xyzz_is_identity(q)) { return p; }
     // x, y: X1 and Y1 brought to q's scale (U1, S1), then X3 and Y3.
@@ -64,13 +58,9 @@ fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
     var t1 = q.y;
     var t2 = q.zz;
     var t3 = q.zzz;
-    if (q_is_affine) {
-        // A constant (the call site's literal flag) rather than a register held in the loop.
-        t3 = field_one();
-    }
     var doubling = false;
-    // Steps 0-1 bring q to p's scale, 2-5 p to q's (skipped for affine q), 6 is doubling's
-    // X^2, 7-14 the common tail.
+    // Steps 0-1 bring q to p's scale, 2-5 p to q's, 6 is doubling's X^2, 7-14 the common
+    // tail.
     var step = 0u;
     loop {
         if (step > 14u) { break; }
@@ -96,10 +86,7 @@ fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
         let m = field_mul(a, b);
         switch step {
             case 0u: { t0 = m; }
-            case 1u: {
-                t1 = m;
-                if (q_is_affine) { step = 5u; }
-            }
+            case 1u: { t1 = m; }
             case 2u: { x = m; }
             case 3u: { y = m; }
             case 4u: { zz = m; }
@@ -127,6 +114,77 @@ fn xyzz_add(p: Xyzz, q: Xyzz, q_is_affine: bool) -> Xyzz {
                 t0 = field_double(y);
             } else {
                 step = 6u; // no X^2 to compute
+            }
+        }
+        step++;
+    }
+    return Xyzz(x, y, zz, zzz);
+}
+
+// p + (x, y) for an affine point q (sign applied by the caller), any p and q: EFD
+// madd-2008-s, 8M + 2S, and dbl-2008-s-1 for p == q as in xyzz_add. Level 0 of the MSM adds
+// every base through it; it is xyzz_add's steps for ZZ2 = ZZZ2 = 1 with the steps that
+// scale p dropped, so its loop selects among fewer operands.
+fn xyzz_add_affine(p: Xyzz, q: Affine) -> Xyzz {
+    if (affine_is_identity(q)) { return p; }
+    if (xyzz_is_identity(p)) { return Xyzz(q.x, q.y, field_one(), field_one()); }
+    var x = p.x;
+    var y = p.y;
+    var zz = p.zz;
+    var zzz = p.zzz;
+    // t0: q's x, then U2, then P (or 2Y), then PPP. t1: q's y, then S2, then R (or 3X^2),
+    // then R (Q - X3). t2: PP, then Q.
+    var t0 = q.x;
+    var t1 = q.y;
+    var t2: Field;
+    var doubling = false;
+    // Steps 0-1 bring q to p's scale, 2 is doubling's X^2, 3-10 the common tail.
+    var step = 0u;
+    loop {
+        if (step > 10u) { break; }
+        var a: Field;
+        var b: Field;
+        switch step {
+            case 0u: { a = t0; b = zz; }
+            case 1u: { a = t1; b = zzz; }
+            case 2u: { a = x; b = x; }
+            case 3u: { a = t0; b = t0; }
+            case 4u: { a = t0; b = t2; }
+            case 5u: { a = zz; b = t2; }
+            case 6u: { a = zzz; b = t0; }
+            case 7u: { a = x; b = t2; }
+            case 8u: { a = t1; b = t1; }
+            case 9u: { a = t1; b = field_sub(t2, x); }
+            default: { a = y; b = t0; }
+        }
+        let m = field_mul(a, b);
+        switch step {
+            case 0u: { t0 = m; }
+            case 1u: {
+                // P = U2 - X1, R = S2 - Y1.
+                t0 = field_sub(t0, x);
+                t1 = field_sub(m, y);
+            }
+            case 2u: { t1 = field_add(field_double(m), m); }
+            case 3u: { t2 = m; }
+            case 4u: { t0 = m; }
+            case 5u: { zz = m; }
+            case 6u: { zzz = m; }
+            case 7u: { t2 = m; }
+            case 8u: {
+                x = field_sub(m, field_double(t2));
+                if (!doubling) { x = field_sub(x, t0); }
+            }
+            case 9u: { t1 = m; }
+            default: { y = field_sub(t1, m); }
+        }
+        if (step == 1u) {
+            if (field_is_zero(t0)) {
+                if (!field_is_zero(t1)) { return xyzz_identity(); }
+                doubling = true;
+                t0 = field_double(y);
+            } else {
+                step = 2u; // no X^2 to compute
             }
         }
         step++;

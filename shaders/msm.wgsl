@@ -208,9 +208,11 @@ fn accumulate_segment(seg: u32, from_bases: bool) {
         if (i < end) {
             if (from_bases) {
                 let e = sorted[i].y;
-                acc = xyzz_add(acc, xyzz_from_affine(bases[e & ~SIGN_BIT], (e & SIGN_BIT) != 0u), true);
+                var base = bases[e & ~SIGN_BIT];
+                if ((e & SIGN_BIT) != 0u) { base.y = field_neg(base.y); }
+                acc = xyzz_add_affine(acc, base);
             } else if ((keys_in[i] & PLACEHOLDER) == 0u) {
-                acc = xyzz_add(acc, points_in[i], false);
+                acc = xyzz_add(acc, points_in[i]);
                 run_has_sums = true;
             }
         }
@@ -282,7 +284,7 @@ fn msm_reduce_groups(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_
                 into_acc = false;
             }
         }
-        let sum = xyzz_add(lhs, rhs, false);
+        let sum = xyzz_add(lhs, rhs);
         if (dest == 0u) {
             running = sum;
         } else if (dest == 1u) {
@@ -306,5 +308,5 @@ fn msm_sum_pairs(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_work
     let left = (t % pairs) * 2u * stride;
     if (left + stride >= params.groups) { return; }
     let at = w * params.groups + left;
-    sums[at] = xyzz_add(sums[at], sums[at + stride], false);
+    sums[at] = xyzz_add(sums[at], sums[at + stride]);
 }
