@@ -32,7 +32,6 @@ fn xyzz_is_identity(p: Xyzz) -> bool { return field_is_zero(p.zz); }
 
 fn affine_is_identity(a: Affine) -> bool { return field_is_zero(a.x) && field_is_zero(a.y); }
 
-
 // p + q, for any p and q (identity, equal, opposite). EFD add-2008-s; when p == q the same
 // multiplications compute dbl-2008-s-1 (P = 2Y, R = 3X^2, and no -PPP term in X3), so
 // doubling needs no second copy of the formula.
@@ -123,8 +122,10 @@ fn xyzz_add(p: Xyzz, q: Xyzz) -> Xyzz {
 
 // p + (x, y) for an affine point q (sign applied by the caller), any p and q: EFD
 // madd-2008-s, 8M + 2S, and dbl-2008-s-1 for p == q as in xyzz_add. Level 0 of the MSM adds
-// every base through it; it is xyzz_add's steps for ZZ2 = ZZZ2 = 1 with the steps that
-// scale p dropped, so its loop selects among fewer operands.
+// every base through it. Its steps are xyzz_add's for ZZ2 = ZZZ2 = 1 without the four that
+// scale p, and its tail repeats xyzz_add's on purpose: one loop serving both (a flag skipping
+// those steps) kept q's ZZZ live and chose among fifteen cases, and was 13% slower on G1
+// (BENCHMARKS.md, "Session 17").
 fn xyzz_add_affine(p: Xyzz, q: Affine) -> Xyzz {
     if (affine_is_identity(q)) { return p; }
     if (xyzz_is_identity(p)) { return Xyzz(q.x, q.y, field_one(), field_one()); }
