@@ -1,11 +1,12 @@
 // Pippenger multi-scalar multiplication over `Affine` bases (G1 or G2 through the Field
 // prelude), in five kernels run per chunk of points:
 //
-// 1. msm_count: each scalar's signed base-2^c digits; count entries per (window, bucket).
+// 1. msm_count: each scalar's signed digits, window by window (windows of c or c + 1 bits);
+//    count entries per (window, bucket).
 // 2. (scan.wgsl turns the counts into bucket offsets.)
-// 3. msm_scatter: write every non-zero digit as (key = window * B + |digit|, base | sign) at
-//    its bucket's place: a counting sort done by all threads at once. Key 1, where every
-//    scalar 1 and -1 lands, is counted and placed a workgroup at a time (HOT_KEY).
+// 3. msm_scatter: write every non-zero digit as (key = the window's first key + |digit|,
+//    base | sign) at its bucket's place: a counting sort done by all threads at once. Key 1,
+//    where every scalar 1 and -1 lands, is counted and placed a workgroup at a time (HOT_KEY).
 // 4. msm_accumulate_bases, then msm_accumulate_partials once per further level: the sorted
 //    list is cut into equal segments of `segment` entries, whatever the buckets are, so a
 //    bucket holding most points (0/1-heavy witnesses) is summed by many threads. A run of
@@ -20,16 +21,16 @@
 struct MsmParams {
     // Points in this chunk.
     count: u32,
+    // c: the width of every window but the first `wide_windows`, which are c + 1 bits.
     window_bits: u32,
     windows: u32,
-    // Buckets per window: 2^(c-1) + 1 (digit magnitudes 0..=2^(c-1); 0 is never stored).
-    buckets: u32,
+    wide_windows: u32,
     // Entries per accumulation segment.
     segment: u32,
     // Accumulation level: 0 reads the sorted bases, later levels the partials. In
     // msm_sum_pairs: the tree stride.
     level: u32,
-    // Bucket groups per window in the reduction.
+    // Bucket groups of a c-bit window in the reduction (a wide window has twice as many).
     groups: u32,
     // 1 for chunks after the first: level 0 adds each key's sum so far from `buckets`.
     fold: u32,
@@ -57,14 +58,35 @@ const PLACEHOLDER: u32 = 0x80000000u;
 @group(0) @binding(11) var<storage, read_write> lengths: array<u32>;
 @group(0) @binding(12) var<storage, read_write> sums: array<Xyzz>;
 
-// The signed base-2^c digit of scalar s (out of Montgomery form) in window w, given the carry
-// out of window w - 1, which it updates: |digit| | SIGN_BIT when negative. Windows run in
-// order from 0, so no array of digits is kept (a dynamically indexed array lives in memory).
-// Digits lie in [-(2^(c-1) - 1), 2^(c-1)]; the sum of digit_w 2^(c w) is the scalar, and the
-// top window never carries out (windows * c >= 256 > 255 bits).
+// Windows of mixed widths: w < wide_windows is c + 1 bits wide, the rest c, so that a window
+// count W need not round its width up (256 = 9 × 20 + 4 × 19 bits for W = 13).
+fn window_width(w: u32) -> u32 { return params.window_bits + select(0u, 1u, w < params.wide_windows); }
+
+fn window_first_bit(w: u32) -> u32 { return w * params.window_bits + min(w, params.wide_windows); }
+
+// A window of width c has buckets for digit magnitudes 0..=2^(c-1) (0 is never stored).
+fn window_buckets(w: u32) -> u32 { return (1u << (window_width(w) - 1u)) + 1u; }
+
+// Window w's bucket 0 in the key space (keys of window w are its first key + magnitude).
+fn window_first_key(w: u32) -> u32 {
+    let narrow = (1u << (params.window_bits - 1u)) + 1u;
+    return w * narrow + min(w, params.wide_windows) * (narrow - 1u);
+}
+
+// Reduction groups: a wide window has twice the buckets of a c-bit one and twice the groups,
+// so every group holds as many buckets. Window w's group sums start at its first group.
+fn window_groups(w: u32) -> u32 { return params.groups << select(0u, 1u, w < params.wide_windows); }
+
+fn window_first_group(w: u32) -> u32 { return (w + min(w, params.wide_windows)) * params.groups; }
+
+// The signed digit of scalar s (out of Montgomery form) in window w of width c_w, given the
+// carry out of window w - 1, which it updates: |digit| | SIGN_BIT when negative. Windows run
+// in order from 0, so no array of digits is kept (a dynamically indexed array lives in
+// memory). Digits lie in [-(2^(c_w-1) - 1), 2^(c_w-1)]; the sum of digit_w 2^(first bit of w)
+// is the scalar, and the top window never carries out (the widths sum to >= 256 > 255 bits).
 fn signed_digit(s: Fr, w: u32, carry: ptr<function, u32>) -> u32 {
-    let c = params.window_bits;
-    let bit = w * c;
+    let c = window_width(w);
+    let bit = window_first_bit(w);
     let limb = bit / 32u;
     let shift = bit % 32u;
     var v = 0u;
@@ -100,7 +122,7 @@ fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invoca
         var carry = 0u;
         for (var w = 0u; w < params.windows; w++) {
             let magnitude = signed_digit(s, w, &carry) & ~SIGN_BIT;
-            let key = w * params.buckets + magnitude;
+            let key = window_first_key(w) + magnitude;
             if (key == HOT_KEY) {
                 atomicAdd(&hot_entries, 1u);
             } else if (magnitude != 0u) {
@@ -130,7 +152,7 @@ fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invo
         for (var w = 0u; w < params.windows; w++) {
             let digit = signed_digit(s, w, &carry);
             let magnitude = digit & ~SIGN_BIT;
-            let key = w * params.buckets + magnitude;
+            let key = window_first_key(w) + magnitude;
             if (key == HOT_KEY) {
                 hot_place = atomicAdd(&hot_entries, 1u);
                 hot_sign = digit & SIGN_BIT;
@@ -235,12 +257,16 @@ fn msm_accumulate_partials(@builtin(global_invocation_id) id: vec3<u32>, @builti
 @compute @workgroup_size(64)
 fn msm_reduce_groups(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let t = thread_index(id, groups);
-    if (t >= params.windows * params.groups) { return; }
-    let w = t / params.groups;
-    let g = t % params.groups;
-    let per_group = (params.buckets - 1u + params.groups - 1u) / params.groups;
-    let lo = min(1u + g * per_group, params.buckets);
-    let hi = min(lo + per_group, params.buckets);
+    // Threads t = the window's first group + g: the wide windows' groups first.
+    let wide_groups = 2u * params.groups * params.wide_windows;
+    var w = t / (2u * params.groups);
+    if (t >= wide_groups) { w = params.wide_windows + (t - wide_groups) / params.groups; }
+    if (w >= params.windows) { return; }
+    let g = t - window_first_group(w);
+    let window_end = window_buckets(w);
+    let per_group = (window_end - 1u + window_groups(w) - 1u) / window_groups(w);
+    let lo = min(1u + g * per_group, window_end);
+    let hi = min(lo + per_group, window_end);
     var running = xyzz_identity();
     var acc = xyzz_identity();
     var doubled = xyzz_identity();
@@ -261,7 +287,7 @@ fn msm_reduce_groups(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_
             }
             if (!into_acc) {
                 lhs = running;
-                rhs = buckets[w * params.buckets + b - 1u];
+                rhs = buckets[window_first_key(w) + b - 1u];
             } else {
                 lhs = acc;
                 rhs = running;
@@ -297,16 +323,17 @@ fn msm_reduce_groups(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_
 }
 
 // One step of a pairwise tree over each window's group sums: with stride s (params.level),
-// sums[2js] += sums[2js + s]. After log2(groups) steps sums[w * groups] holds window w.
+// sums[2js] += sums[2js + s] within the window's groups. After log2(most groups) steps the
+// window's first group holds window w. Every window is given the pairs of the most groups.
 @compute @workgroup_size(64)
 fn msm_sum_pairs(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let t = thread_index(id, groups);
     let stride = params.level;
-    let pairs = (params.groups + 2u * stride - 1u) / (2u * stride);
+    let pairs = (window_groups(0u) + 2u * stride - 1u) / (2u * stride);
     if (t >= params.windows * pairs) { return; }
     let w = t / pairs;
     let left = (t % pairs) * 2u * stride;
-    if (left + stride >= params.groups) { return; }
-    let at = w * params.groups + left;
+    if (left + stride >= window_groups(w)) { return; }
+    let at = window_first_group(w) + left;
     sums[at] = xyzz_add(sums[at], sums[at + stride]);
 }

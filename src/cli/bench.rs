@@ -94,7 +94,7 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
         let segment = kernels.plan(1 << first)?.segment;
         println!("segment: {segment} entries per accumulation thread");
     }
-    println!("| curve | n | scalars | window | chunks | GPU (best of {}) | upload | blstrs CPU | speed-up | equal |", options.runs);
+    println!("| curve | n | scalars | windows | chunks | GPU (best of {}) | upload | blstrs CPU | speed-up | equal |", options.runs);
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut all_equal = true;
     for &log_n in &options.log_n {
@@ -133,10 +133,10 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
         };
         all_equal &= equal != Some(false);
         println!(
-            "| {} | 2^{log_n} | {} | {} bits | {} | {} | {} | {} | {} | {} |",
+            "| {} | 2^{log_n} | {} | {} | {} | {} | {} | {} | {} | {} |",
             C::NAME,
             if options.skewed { "skewed" } else { "uniform" },
-            plan.window_bits,
+            plan.layout,
             n.div_ceil(plan.chunk),
             ms(best),
             ms(upload),

@@ -169,9 +169,13 @@ enum BenchCommand {
         /// fewer on the portable path, where llvmpipe's loop cap bounds them (the error names the most).
         #[arg(long)]
         segment: Option<u32>,
-        /// Window size in bits (default: chosen from n).
-        #[arg(long)]
+        /// Every window this many bits (default: chosen from n).
+        #[arg(long, conflicts_with = "windows")]
         window_bits: Option<u32>,
+        /// This many windows, 12..=64, of widths differing by a bit at most (default: chosen
+        /// from n).
+        #[arg(long)]
+        windows: Option<u32>,
         /// Threads of the bucket reduction (default: 32768 on GPUs, 1024 on CPU adapters).
         #[arg(long)]
         reduction_threads: Option<u32>,
@@ -470,6 +474,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             profile,
             segment,
             window_bits,
+            windows,
             reduction_threads,
         } => {
             let defaults = MsmConfig::default();
@@ -483,6 +488,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                     profile,
                     segment,
                     window_bits,
+                    windows,
                     reduction_threads,
                     ..defaults
                 },

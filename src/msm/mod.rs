@@ -15,7 +15,7 @@ mod record;
 mod timer;
 mod workspace;
 
-pub use plan::{MsmConfig, MsmPlan, PointCosts};
+pub use plan::{MsmConfig, MsmPlan, PointCosts, WindowLayout};
 pub use workspace::WORKSPACES_KEPT;
 
 use crate::curve::GpuCurve;
@@ -219,6 +219,7 @@ impl<C: GpuCurve> MsmKernels<C> {
             C::Base::mul_loop_trips(self.wide_mul()),
         )
         .with_loop_cap(self.gpu.loop_cap())
+        .with_bucket_cost(C::BUCKET_COST)
     }
 
     /// The plan an MSM of `n` points would follow.
@@ -307,15 +308,18 @@ impl<C: GpuCurve> MsmKernels<C> {
         let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
         let ws = workspaces.for_plan::<C>(&self.gpu, self.pool.as_ref(), &plan)?;
         let window_sums = self.run(bases, scalars, &plan, ws)?;
-        Ok(combine_windows::<C>(&window_sums, plan.window_bits))
+        Ok(combine_windows::<C>(&window_sums, &plan.layout))
     }
 }
 
-/// Σ_w 2^(c·w) · window_sums[w], by Horner's rule from the top window.
-fn combine_windows<C: GpuCurve>(window_sums: &[C::Projective], window_bits: u32) -> C::Projective {
+/// Σ_w 2^(first bit of w) · window_sums[w], by Horner's rule from the top window.
+fn combine_windows<C: GpuCurve>(
+    window_sums: &[C::Projective],
+    layout: &WindowLayout,
+) -> C::Projective {
     let mut acc = C::Projective::identity();
-    for sum in window_sums.iter().rev() {
-        for _ in 0..window_bits {
+    for (w, sum) in window_sums.iter().enumerate().rev() {
+        for _ in 0..layout.width(w as u32) {
             acc = acc.double();
         }
         acc += sum;

@@ -14,9 +14,11 @@ pub struct MsmConfig {
     /// [`PointCosts::longest_segment`]): smaller means more parallel and more levels.
     /// `None` takes the curve's default (`GpuCurve::SEGMENT`).
     pub segment: Option<u32>,
-    /// Force the window size in bits (4..=[`MAX_WINDOW_BITS`]); `None` picks it from n
-    /// (up to [`AUTO_WINDOW_BITS`]).
+    /// Force every window to this many bits (4..=[`MAX_WINDOW_BITS`]).
     pub window_bits: Option<u32>,
+    /// Force this many windows ([`WINDOW_COUNTS`]), of mixed widths ([`WindowLayout::mixed`]).
+    /// With neither, the count is picked from n.
+    pub windows: Option<u32>,
     /// Threads (windows × groups) of the bucket reduction: many on a GPU, where the
     /// reduction is latency-bound; few on a CPU adapter, where every group's
     /// double-and-add is extra work. `None` picks by adapter type.
@@ -36,8 +38,82 @@ pub const CHUNK_ALIGN: u64 = 256;
 
 /// Widest window a caller may ask for.
 pub const MAX_WINDOW_BITS: u32 = 22;
-/// Widest window chosen from n.
-pub const AUTO_WINDOW_BITS: u32 = 20;
+/// Window counts a caller may ask for: 12 windows are 21 and 22 bits wide, 64 are 4.
+pub const WINDOW_COUNTS: std::ops::RangeInclusive<u32> = 12..=64;
+/// Window counts chosen from n. Not 12: on the H200 at 2^26 and 2^27 the count, scan and
+/// scatter over 16.8M keys a chunk cost what the accumulation of a window fewer saved
+/// (BENCHMARKS.md, "Session 18").
+pub const AUTO_WINDOWS: std::ops::RangeInclusive<u32> = 13..=64;
+
+/// How the 256 bits of a signed-digit scalar are cut into windows: the first `wide` windows
+/// are `bits + 1` wide, the rest `bits`. A window of width c holds digits of magnitude up to
+/// 2^(c-1), so it has 2^(c-1) + 1 buckets (bucket 0 unused); widths summing to 256 or more
+/// let the top window absorb the last carry (scalars are below 2^255).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowLayout {
+    pub bits: u32,
+    pub wide: u32,
+    pub windows: u32,
+}
+
+impl WindowLayout {
+    /// Every window `bits` wide, as many as cover 256 bits.
+    pub const fn uniform(bits: u32) -> Self {
+        WindowLayout {
+            bits,
+            wide: 0,
+            windows: 256u32.div_ceil(bits),
+        }
+    }
+
+    /// `windows` windows summing to exactly 256 bits, none more than a bit wider than
+    /// another: the fewest buckets for that many windows (13 windows: 9 of 20 bits and 4 of
+    /// 19, 5.8M buckets, where 13 of 20 bits have 6.8M).
+    pub const fn mixed(windows: u32) -> Self {
+        WindowLayout {
+            bits: 256 / windows,
+            wide: 256 % windows,
+            windows,
+        }
+    }
+
+    pub fn width(&self, window: u32) -> u32 {
+        self.bits + u32::from(window < self.wide)
+    }
+
+    pub fn widest(&self) -> u32 {
+        self.width(0)
+    }
+
+    /// Bit of the scalar where `window` starts.
+    pub fn first_bit(&self, window: u32) -> u32 {
+        window * self.bits + window.min(self.wide)
+    }
+
+    pub fn buckets(&self, window: u32) -> u32 {
+        (1 << (self.width(window) - 1)) + 1
+    }
+
+    /// The key of `window`'s bucket 0: each window's buckets follow the one's below.
+    pub fn first_key(&self, window: u32) -> u64 {
+        (0..window).map(|w| self.buckets(w) as u64).sum()
+    }
+
+    /// Buckets of every window together (the key space of the sort).
+    pub fn total_buckets(&self) -> u64 {
+        self.first_key(self.windows)
+    }
+}
+
+/// "13 × 20 bits", or "4 × 22 + 8 × 21 bits".
+impl std::fmt::Display for WindowLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.wide > 0 {
+            write!(f, "{} × {} + ", self.wide, self.bits + 1)?;
+        }
+        write!(f, "{} × {} bits", self.windows - self.wide, self.bits)
+    }
+}
 
 /// Entries an accumulation thread may take. Each segment leaves two partial slots for the
 /// next level, so a list of t + 1 entries shrinks to 4 slots: segments below 4 never end.
@@ -56,6 +132,8 @@ pub struct PointCosts {
     /// whose plans then need not pay for llvmpipe's cap (on the H200 the capped
     /// portable-path plans made a G1 2^24 MSM 2% slower, BENCHMARKS.md).
     pub loop_cap: Option<u32>,
+    /// What reducing one bucket costs, in accumulation additions (`GpuCurve::BUCKET_COST`).
+    pub bucket_cost: u64,
 }
 
 impl PointCosts {
@@ -68,6 +146,15 @@ impl PointCosts {
             xyzz_bytes,
             addition_loop_trips: 16 + 15 * field_mul_loop_trips,
             loop_cap: Some(MAX_LOOP_TRIPS),
+            bucket_cost: 4,
+        }
+    }
+
+    /// The same costs with a bucket of the reduction costing `bucket_cost` additions.
+    pub const fn with_bucket_cost(self, bucket_cost: u64) -> Self {
+        PointCosts {
+            bucket_cost,
+            ..self
         }
     }
 
@@ -105,12 +192,10 @@ impl PointCosts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MsmPlan {
     pub n: usize,
-    pub window_bits: u32,
-    pub windows: u32,
-    /// Buckets per window, 2^(c-1) + 1 (index 0 unused by digits).
-    pub buckets: u32,
+    pub layout: WindowLayout,
     pub segment: u32,
-    /// Bucket groups per window in the reduction.
+    /// Bucket groups of a `layout.bits`-wide window in the reduction; a wide window, with
+    /// twice the buckets, has twice the groups ([`MsmPlan::window_groups`]).
     pub groups: u32,
     /// Points per chunk (a multiple of [`CHUNK_ALIGN`] unless it is all of n).
     pub chunk: usize,
@@ -178,34 +263,46 @@ impl MsmPlan {
             }
             Some(t) => t,
         };
-        let candidates: Vec<u32> = match config.window_bits {
-            Some(c) if (4..=MAX_WINDOW_BITS).contains(&c) => vec![c],
-            Some(c) => {
+        let candidates: Vec<WindowLayout> = match (config.window_bits, config.windows) {
+            (Some(_), Some(_)) => {
+                return Err(Error::InvalidInput(
+                    "give the window size or the window count, not both".into(),
+                ))
+            }
+            (Some(c), None) if (4..=MAX_WINDOW_BITS).contains(&c) => {
+                vec![WindowLayout::uniform(c)]
+            }
+            (Some(c), None) => {
                 return Err(Error::InvalidInput(format!(
                     "window size {c} bits is outside 4..={MAX_WINDOW_BITS}"
                 )))
             }
-            None => (4..=AUTO_WINDOW_BITS).collect(),
+            (None, Some(w)) if WINDOW_COUNTS.contains(&w) => vec![WindowLayout::mixed(w)],
+            (None, Some(w)) => {
+                return Err(Error::InvalidInput(format!(
+                    "{w} windows is outside {}..={}",
+                    WINDOW_COUNTS.start(),
+                    WINDOW_COUNTS.end()
+                )))
+            }
+            (None, None) => AUTO_WINDOWS.rev().map(WindowLayout::mixed).collect(),
         };
-        let windows_of = |c: u32| 256u32.div_ceil(c);
-        let buckets_of = |c: u32| (1u32 << (c - 1)) + 1;
-        // Accumulation adds every (point, window) once; the reduction (and merging chunks)
-        // costs about four such additions per bucket (H200, 2026-11-30: G1 2^24 at 18, 19,
-        // 20 bits and 2^22 at 16 to 20 bits, BENCHMARKS.md).
-        let cost = |c: u32| windows_of(c) as u64 * (n as u64 + 4 * buckets_of(c) as u64);
-        let bucket_bytes = |c: u32| windows_of(c) as u64 * buckets_of(c) as u64 * xyzz_bytes;
-        let smallest = *candidates.first().expect("never empty");
-        let window_bits = candidates
+        // Accumulation adds every (point, window) once; the reduction costs a few such
+        // additions per bucket (`PointCosts::bucket_cost`).
+        let cost =
+            |l: &WindowLayout| l.windows as u64 * n as u64 + points.bucket_cost * l.total_buckets();
+        let bucket_bytes = |l: &WindowLayout| l.total_buckets() * xyzz_bytes;
+        let fewest_buckets = candidates[0];
+        let layout = candidates
             .into_iter()
-            .filter(|&c| bucket_bytes(c) <= binding_limit)
-            .min_by_key(|&c| (cost(c), c))
+            .filter(|l| bucket_bytes(l) <= binding_limit)
+            .min_by_key(|l| (cost(l), l.windows))
             .ok_or(Error::TooLarge {
-                what: "the MSM bucket array at the smallest window allowed",
-                needed: bucket_bytes(smallest),
+                what: "the MSM bucket array at the narrowest windows allowed",
+                needed: bucket_bytes(&fewest_buckets),
                 limit: binding_limit,
             })?;
-        let windows = windows_of(window_bits);
-        let buckets = buckets_of(window_bits);
+        let windows = layout.windows;
 
         // The partial sums shrink as segments grow: under a tight limit, grow the segment
         // until a chunk of 256 points fits.
@@ -227,14 +324,16 @@ impl MsmPlan {
             });
         };
 
-        let buckets_in_groups = buckets - 1;
+        // Groups of a narrow window (a wide one has twice the buckets and twice the groups);
+        // every group's loop also doubles up to the widest window's bits.
+        let buckets_in_groups = layout.buckets(windows - 1) - 1;
         let min_groups = buckets_in_groups
-            .div_ceil(points.most_buckets_per_group(window_bits))
+            .div_ceil(points.most_buckets_per_group(layout.widest()))
             .max(1);
         let groups = (config
             .reduction_threads
             .unwrap_or(DEFAULT_REDUCTION_THREADS)
-            / windows)
+            / (windows + layout.wide))
             .clamp(min_groups, buckets_in_groups.max(1))
             .max(1);
 
@@ -245,9 +344,7 @@ impl MsmPlan {
         }
         Ok(MsmPlan {
             n,
-            window_bits,
-            windows,
-            buckets,
+            layout,
             segment,
             groups,
             chunk: chunk.max(1),
@@ -257,7 +354,7 @@ impl MsmPlan {
 
     /// Entries the sorted list of one chunk can hold.
     pub fn max_entries(&self) -> u64 {
-        self.chunk as u64 * self.windows as u64
+        self.chunk as u64 * self.layout.windows as u64
     }
 
     /// Length of the largest partial list (level 1).
@@ -265,11 +362,26 @@ impl MsmPlan {
         self.level_bounds.get(1).copied().unwrap_or(2)
     }
 
+    /// Reduction groups of `window`.
+    pub fn window_groups(&self, window: u32) -> u32 {
+        self.groups << u32::from(window < self.layout.wide)
+    }
+
+    /// Where `window`'s group sums start among all windows'.
+    pub fn first_group(&self, window: u32) -> u32 {
+        (window + window.min(self.layout.wide)) * self.groups
+    }
+
+    /// Reduction threads: every window's groups.
+    pub fn total_groups(&self) -> u32 {
+        self.first_group(self.layout.windows)
+    }
+
     /// Strides of the pairwise tree over each window's group sums.
     pub fn tree_strides(&self) -> Vec<u32> {
         let mut strides = Vec::new();
         let mut stride = 1;
-        while stride < self.groups {
+        while stride < self.window_groups(0) {
             strides.push(stride);
             stride *= 2;
         }
@@ -278,20 +390,20 @@ impl MsmPlan {
 
     /// Device bytes of the workspace this plan allocates (for messages; approximate).
     pub fn workspace_bytes(&self, xyzz: u64) -> u64 {
-        let buckets = self.windows as u64 * self.buckets as u64 * xyzz;
+        let buckets = self.layout.total_buckets() * xyzz;
         self.chunk as u64 * 32
             + 2 * self.count_slots() * 4
             + self.max_entries() * 8
             + 2 * self.max_partials() * (4 + xyzz)
             + buckets
-            + (self.windows * self.groups) as u64 * xyzz
+            + self.total_groups() as u64 * xyzz
     }
 
     /// Whether a workspace made for `other` can run this plan: the same windows, buckets,
     /// segments and groups, and room for this plan's chunk and every accumulation level.
     pub fn fits_in(&self, other: &MsmPlan) -> bool {
-        let same_shape = (self.window_bits, self.segment, self.groups)
-            == (other.window_bits, other.segment, other.groups);
+        let same_shape =
+            (self.layout, self.segment, self.groups) == (other.layout, other.segment, other.groups);
         let levels_fit = self.level_bounds.len() <= other.level_bounds.len()
             && self
                 .level_bounds
@@ -306,7 +418,7 @@ impl MsmPlan {
 
     /// All (window, bucket) keys plus the total slot the scan fills.
     pub fn count_slots(&self) -> u64 {
-        self.windows as u64 * self.buckets as u64 + 1
+        self.layout.total_buckets() + 1
     }
 }
 
@@ -359,10 +471,71 @@ mod tests {
 
     #[test]
     fn windows_cover_256_bits_so_signed_digits_never_carry_out() {
-        for log_n in [0, 4, 10, 16, 20, 24] {
-            let plan = MsmPlan::new(1 << log_n, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
-            assert!(plan.windows * plan.window_bits >= 256, "{plan:?}");
+        for log_n in [0, 4, 10, 16, 20, 24, 27] {
+            let plan = MsmPlan::new(1 << log_n, G1_INT64, 4 * GIB, &MsmConfig::default()).unwrap();
+            let layout = plan.layout;
+            let top = layout.windows - 1;
+            assert!(layout.first_bit(top) + layout.width(top) >= 256, "{plan:?}");
+            assert!(layout.widest() <= MAX_WINDOW_BITS, "{plan:?}");
         }
+        for windows in WINDOW_COUNTS {
+            let layout = WindowLayout::mixed(windows);
+            assert_eq!(
+                layout.first_bit(windows - 1) + layout.width(windows - 1),
+                256
+            );
+            assert!(layout.widest() <= MAX_WINDOW_BITS, "{layout:?}");
+        }
+        for bits in 4..=MAX_WINDOW_BITS {
+            let layout = WindowLayout::uniform(bits);
+            assert!(layout.windows * bits >= 256 && (layout.windows - 1) * bits < 256);
+        }
+    }
+
+    /// Windows laid end to end: each starts where the one below ends, and the keys of the
+    /// sort are every window's buckets one after another.
+    #[test]
+    fn mixed_windows_tile_the_scalar_and_the_key_space() {
+        let layout = WindowLayout::mixed(12);
+        assert_eq!((layout.bits, layout.wide), (21, 4));
+        assert_eq!(
+            layout.total_buckets(),
+            4 * ((1 << 21) + 1) + 8 * ((1 << 20) + 1)
+        );
+        for windows in WINDOW_COUNTS {
+            let layout = WindowLayout::mixed(windows);
+            for w in 1..windows {
+                assert_eq!(
+                    layout.first_bit(w),
+                    layout.first_bit(w - 1) + layout.width(w - 1)
+                );
+            }
+        }
+    }
+
+    /// From 2^24 points on, G1 takes 13 windows of 19 and 20 bits (5.8M buckets, where 13
+    /// of 20 bits have 6.8M); twelve only when asked for, and only where a binding holds
+    /// their 3.2 GB of buckets.
+    #[test]
+    fn large_inputs_take_thirteen_windows_of_mixed_widths() {
+        let limit = 2 * GIB - 4;
+        let plan = |n: usize, config: &MsmConfig| MsmPlan::new(n, G1_INT64, limit, config);
+        for log_n in [24, 27] {
+            let layout = plan(1 << log_n, &MsmConfig::default()).unwrap().layout;
+            assert_eq!(layout, WindowLayout::mixed(13));
+            assert_eq!((layout.bits, layout.wide), (19, 9));
+        }
+        let twelve = MsmConfig {
+            windows: Some(12),
+            ..Default::default()
+        };
+        let err = plan(1 << 27, &twelve).unwrap_err();
+        assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+        let roomy = MsmPlan::new(1 << 27, G1_INT64, 4 * GIB, &twelve).unwrap();
+        assert_eq!(
+            roomy.layout.total_buckets(),
+            4 * ((1 << 21) + 1) + 8 * ((1 << 20) + 1)
+        );
     }
 
     #[test]
@@ -370,7 +543,8 @@ mod tests {
         let c = |n| {
             MsmPlan::new(n, G1_INT64, 2 * GIB, &MsmConfig::default())
                 .unwrap()
-                .window_bits
+                .layout
+                .widest()
         };
         assert!(c(1 << 10) < c(1 << 16) && c(1 << 16) <= c(1 << 22));
     }
@@ -386,7 +560,7 @@ mod tests {
         );
         assert!(plan.max_entries() * 8 <= limit);
         assert!(plan.max_partials() * 192 <= limit);
-        assert!(plan.windows as u64 * plan.buckets as u64 * 192 <= limit);
+        assert!(plan.layout.total_buckets() * 192 <= limit);
     }
 
     #[test]
@@ -429,16 +603,21 @@ mod tests {
     fn every_loop_stays_under_llvmpipes_cap() {
         for points in every_point_costs() {
             let iteration = 1 + points.addition_loop_trips as u64;
-            for c in 4..=MAX_WINDOW_BITS {
+            let uniform = (4..=MAX_WINDOW_BITS).map(|c| (Some(c), None));
+            let mixed = WINDOW_COUNTS.map(|w| (None, Some(w)));
+            for (window_bits, windows) in uniform.chain(mixed) {
                 for reduction_threads in [Some(1), None] {
                     let config = MsmConfig {
-                        window_bits: Some(c),
+                        window_bits,
+                        windows,
                         reduction_threads,
                         ..Default::default()
                     };
                     let plan = MsmPlan::new(1 << 12, points, 16 * GIB, &config).unwrap();
-                    let per_group = (plan.buckets - 1).div_ceil(plan.groups) as u64;
-                    let reduction = (2 * per_group + 2 * c as u64 + 2) * iteration;
+                    let per_group =
+                        (plan.layout.buckets(0) - 1).div_ceil(plan.window_groups(0)) as u64;
+                    let c = plan.layout.widest() as u64;
+                    let reduction = (2 * per_group + 2 * c + 2) * iteration;
                     let accumulation = (plan.segment as u64 + 2) * iteration;
                     assert!(
                         reduction.max(accumulation) <= MAX_LOOP_TRIPS as u64,
@@ -477,7 +656,7 @@ mod tests {
             let plan = MsmPlan::new(1 << 24, uncapped, 16 * GIB, &config).unwrap();
             assert_eq!(
                 plan.groups,
-                DEFAULT_REDUCTION_THREADS / plan.windows,
+                DEFAULT_REDUCTION_THREADS / plan.layout.windows,
                 "{points:?}"
             );
             assert!(plan.groups <= capped.groups, "{points:?}");
@@ -489,7 +668,7 @@ mod tests {
             ..Default::default()
         };
         let capped = MsmPlan::new(1 << 24, portable, 16 * GIB, &config).unwrap();
-        assert!(capped.groups > DEFAULT_REDUCTION_THREADS / capped.windows);
+        assert!(capped.groups > DEFAULT_REDUCTION_THREADS / capped.layout.windows);
     }
 
     #[test]

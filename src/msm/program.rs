@@ -56,9 +56,10 @@ impl EntryPoint for MsmEntry {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct MsmParams {
     pub count: u32,
+    /// The width of every window but the first `wide_windows`, which are a bit wider.
     pub window_bits: u32,
     pub windows: u32,
-    pub buckets: u32,
+    pub wide_windows: u32,
     pub segment: u32,
     pub level: u32,
     pub groups: u32,
@@ -89,7 +90,7 @@ impl<C: GpuCurve> Program for MsmProgram<C> {
             count,
             window_bits,
             windows,
-            buckets,
+            wide_windows,
             segment,
             level,
             groups,

@@ -82,8 +82,8 @@ impl<C: GpuCurve> MsmKernels<C> {
         }
         recording.reduction(&mut encoder, chunks[0]);
         let xyzz = C::XYZZ_BYTES as u64;
-        for w in 0..plan.windows as u64 {
-            let from = w * plan.groups as u64 * xyzz;
+        for w in 0..plan.layout.windows as u64 {
+            let from = plan.first_group(w as u32) as u64 * xyzz;
             encoder.copy_buffer_to_buffer(&ws.sums, from, &ws.readback, w * xyzz, xyzz);
         }
         recording.timer.resolve(&mut encoder);
@@ -108,9 +108,9 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         let levels = plan.level_bounds.len();
         let params_of = |count: usize, level: usize, fold: bool| MsmParams {
             count: count as u32,
-            window_bits: plan.window_bits,
-            windows: plan.windows,
-            buckets: plan.buckets,
+            window_bits: plan.layout.bits,
+            windows: plan.layout.windows,
+            wide_windows: plan.layout.wide,
             segment: plan.segment,
             level: level as u32,
             groups: plan.groups,
@@ -283,14 +283,14 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("reduce buckets"));
             pass.set_bind_group(0, &group, &[self.params.offset(self.reduce_block)]);
             pass.set_pipeline(msm.pipeline(MsmEntry::ReduceGroups));
-            let (x, y) = self.grid(MsmEntry::ReduceGroups, (plan.windows * plan.groups) as u64);
+            let (x, y) = self.grid(MsmEntry::ReduceGroups, plan.total_groups() as u64);
             pass.dispatch_workgroups(x, y, 1);
         }
         let mut pass = encoder.begin_compute_pass(&self.timer.pass("sum groups"));
         pass.set_pipeline(msm.pipeline(MsmEntry::SumPairs));
         for (k, &stride) in self.strides.iter().enumerate() {
-            let pairs = (plan.groups as u64).div_ceil(2 * stride as u64);
-            let (x, y) = self.grid(MsmEntry::SumPairs, plan.windows as u64 * pairs);
+            let pairs = (plan.window_groups(0) as u64).div_ceil(2 * stride as u64);
+            let (x, y) = self.grid(MsmEntry::SumPairs, plan.layout.windows as u64 * pairs);
             pass.set_bind_group(0, &group, &[self.params.offset(self.reduce_block + 1 + k)]);
             pass.dispatch_workgroups(x, y, 1);
         }

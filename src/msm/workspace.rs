@@ -58,7 +58,7 @@ impl Workspace {
     fn new<C: GpuCurve>(gpu: &GpuContext, plan: &MsmPlan) -> Self {
         let xyzz = C::XYZZ_BYTES as u64;
         let slots = plan.count_slots();
-        let bucket_bytes = plan.windows as u64 * plan.buckets as u64 * xyzz;
+        let bucket_bytes = plan.layout.total_buckets() * xyzz;
         Workspace {
             plan: plan.clone(),
             scalars: storage(
@@ -74,18 +74,14 @@ impl Workspace {
                 .map(|l| storage(gpu, l, plan.max_partials() * xyzz)),
             buckets: storage(gpu, "msm buckets", bucket_bytes),
             lengths: storage(gpu, "msm lengths", 4 * (plan.level_bounds.len() as u64 + 1)),
-            sums: storage(
-                gpu,
-                "msm group sums",
-                (plan.windows * plan.groups) as u64 * xyzz,
-            ),
+            sums: storage(gpu, "msm group sums", plan.total_groups() as u64 * xyzz),
             scan_sums: scan_levels(slots)
                 .iter()
                 .map(|&len| storage(gpu, "scan block sums", len.div_ceil(SCAN_BLOCK as u64) * 4))
                 .collect(),
             readback: gpu.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("msm window sums"),
-                size: plan.windows as u64 * xyzz,
+                size: plan.layout.windows as u64 * xyzz,
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             }),
