@@ -493,7 +493,9 @@ mod tests {
     }
 
     /// Windows laid end to end: each starts where the one below ends, and the keys of the
-    /// sort are every window's buckets one after another.
+    /// sort are every window's buckets one after another. msm.wgsl computes a window's first
+    /// key and first reduction group in closed form (`window_first_key`,
+    /// `window_first_group`): they must match the sums here.
     #[test]
     fn mixed_windows_tile_the_scalar_and_the_key_space() {
         let layout = WindowLayout::mixed(12);
@@ -504,11 +506,30 @@ mod tests {
         );
         for windows in WINDOW_COUNTS {
             let layout = WindowLayout::mixed(windows);
+            let narrow = (1u64 << (layout.bits - 1)) + 1;
+            let plan = MsmPlan::new(
+                1 << 16,
+                G1_INT64,
+                4 * GIB,
+                &MsmConfig {
+                    windows: Some(windows),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             for w in 1..windows {
                 assert_eq!(
                     layout.first_bit(w),
                     layout.first_bit(w - 1) + layout.width(w - 1)
                 );
+                let shader_first_key = w as u64 * narrow + w.min(layout.wide) as u64 * (narrow - 1);
+                assert_eq!(
+                    layout.first_key(w),
+                    shader_first_key,
+                    "{layout:?} window {w}"
+                );
+                let groups: u32 = (0..w).map(|v| plan.window_groups(v)).sum();
+                assert_eq!(plan.first_group(w), groups, "{plan:?} window {w}");
             }
         }
     }
