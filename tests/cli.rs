@@ -145,8 +145,8 @@ fn demo_and_compare_agree_with_the_cpu_and_share_cached_parameters() {
     assert_eq!(report["verifier"]["refuses_wrong_inputs"], true);
     assert_eq!(
         report["proof"].as_array().unwrap().len(),
-        11,
-        "10 stages and the total"
+        12,
+        "11 stages and the total"
     );
     assert!(report["params"].as_str().unwrap().starts_with("generated"));
     let cached = cache

@@ -13,10 +13,11 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+use wgpu_groth16::groth16::batch::prove_batch_precompiled_across;
 use wgpu_groth16::groth16::circuits::{BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage};
 use wgpu_groth16::groth16::precompiled::{CircuitParts, ConstraintMatrices};
 use wgpu_groth16::groth16::synthesis::synthesize;
-use wgpu_groth16::groth16::{Prover, ProverEngine};
+use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, Step};
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::Error;
 
@@ -414,7 +415,9 @@ fn a_row_at_llvmpipes_loop_cap_equals_the_cpu_products() {
     }
 }
 /// Matrices that do not fit the VRAM budget beside the bases and one proof's buffers stay on
-/// the host: the products run on the CPU, and the proofs are the same.
+/// the host: the products run on the CPU, the A and B scalars are selected on the host beside
+/// the H step (resident, they are gathered on the device as a step of their own), and the
+/// proofs are the same.
 #[test]
 fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
     use wgpu_groth16::groth16::engine::ResidentParams;
@@ -451,13 +454,25 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
         let prover = Prover::with_engine(&params, engine, None)
             .unwrap()
             .with_workers(1);
-        let proofs = prover
-            .prove_batch_precompiled(circuits.clone(), &matrices, &rs, &ss)
-            .unwrap();
+        let provers = std::slice::from_ref(&prover);
+        let never = CancelToken::new();
+        let (proofs, report) =
+            prove_batch_precompiled_across(provers, circuits.clone(), &matrices, &rs, &ss, &never)
+                .unwrap();
         assert_eq!(
             prover.device_matrices(&matrices).is_some(),
             resident,
             "budget {budget}"
+        );
+        let zero = std::time::Duration::ZERO;
+        let (gathered, selected) = (
+            report.time(Step::Gather),
+            report.time(Step::ScalarSelection),
+        );
+        assert_eq!(
+            (gathered > zero, selected > zero),
+            (resident, !resident),
+            "budget {budget}: gather {gathered:?}, host selection {selected:?}"
         );
         for (ours, theirs) in proofs.iter().zip(&expected) {
             assert_eq!(

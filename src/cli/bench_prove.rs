@@ -94,7 +94,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         ms(t.elapsed()),
         rayon::current_num_threads()
     );
-    println!("| constraints | batch | synthesis path | devices x workers | synthesis (each circuit; in parallel, beside the proving) | staging (uploads) | products (a, b, c from the witness) | scalar selection + A, B uploads (beside H, MSM H, L) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | assembly | after synthesis | total | GPU-step coverage | bellperson CPU | speed-up | equal | peak RSS |");
+    println!("| constraints | batch | synthesis path | devices x workers | synthesis (each circuit; in parallel, beside the proving) | staging (uploads) | products (a, b, c from the witness) | A, B gather (device) | scalar selection + A, B uploads (host, beside H, MSM H, L) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | assembly | after synthesis | total | GPU-step coverage | bellperson CPU | speed-up | equal | peak RSS |");
     println!(
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );

@@ -421,11 +421,13 @@ impl Prover {
     /// previous proof computes. Compute: the H step and the five MSMs, no other proof's
     /// kernels in between; a worker waits only on its own submissions.
     ///
-    /// The A and B scalars are selected (and uploaded) during the compute stage, beside the
-    /// H step and the H and L MSMs, which outlast it. Selecting them in the staging stage
-    /// instead made a single 2^22 proof's GPU part 2.1x slower (581 against 279 ms) and one
-    /// worker's batch 1.2x slower, with two workers equal within the spread (H200,
-    /// BENCHMARKS.md).
+    /// The A and B scalars are gathered on the device, where the engine does so, as a step
+    /// of the compute stage before the H step (each step waits on its own kernels, so its
+    /// time is its own work). Selected on the host, they are selected (and uploaded) during
+    /// the compute stage, beside the H step and the H and L MSMs, which outlast it.
+    /// Selecting them in the staging stage instead made a single 2^22 proof's GPU part 2.1x
+    /// slower (581 against 279 ms) and one worker's batch 1.2x slower, with two workers
+    /// equal within the spread (H200, BENCHMARKS.md).
     fn heavy_steps<E: Engine>(
         &self,
         engine: &E,
@@ -475,39 +477,48 @@ impl Prover {
             })?,
             None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
         };
-        let cpu_lane = format!("{lane} CPU");
-        // The selection runs on a thread of its own beside this worker's steps, not as a rayon
-        // task beside them: on the CPU engine the H step then ran on a rayon thread and blocked
-        // it on bellperson's thread pool, whose tasks (a bellperson MSM) waited on rayon in
-        // turn, and a batch deadlocked (tests/prove.rs, two tests at once on 2 cores).
-        let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
-            let selection = scope.spawn(|| {
-                let start = Instant::now();
-                let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
-                    engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars)
+        let mut h_and_l = |report: &mut ProveReport| -> Result<_> {
+            self.step(lane, Step::HStep, report, || engine.h_step(&mut abc))?;
+            let msm_h = self.step(lane, Step::MsmH, report, || {
+                let bases = engine.bases(&params.h, resident.map(|r| &r.h));
+                engine.msm::<G1>(&bases, &abc[0], params.h.len())
+            })?;
+            let msm_l = self.step(lane, Step::MsmL, report, || {
+                let bases = engine.bases(&params.l, resident.map(|r| &r.l));
+                engine.msm::<G1>(&bases, &l_scalars, aux.len())
+            })?;
+            Ok((msm_h, msm_l))
+        };
+        let select = || engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars);
+        let (h_and_l, selected) = if engine.selects_on_device(device_matrices.as_deref()) {
+            // A few kernels: a step of its own, before the H step, so that each step's time
+            // is its own work.
+            let selected = self.step(lane, Step::Gather, report, select);
+            (h_and_l(report), selected)
+        } else {
+            // The selection runs on a thread of its own beside this worker's steps, not as a
+            // rayon task beside them: on the CPU engine the H step then ran on a rayon thread
+            // and blocked it on bellperson's thread pool, whose tasks (a bellperson MSM)
+            // waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two tests at
+            // once on 2 cores).
+            let cpu_lane = format!("{lane} CPU");
+            let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
+                let selection = scope.spawn(|| {
+                    let start = Instant::now();
+                    let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), select);
+                    (selected, start.elapsed())
                 });
-                (selected, start.elapsed())
+                let h_and_l = h_and_l(report);
+                let selected = selection
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (h_and_l, selected)
             });
-            let h_and_l = (|| -> Result<_> {
-                self.step(lane, Step::HStep, report, || engine.h_step(&mut abc))?;
-                let msm_h = self.step(lane, Step::MsmH, report, || {
-                    let bases = engine.bases(&params.h, resident.map(|r| &r.h));
-                    engine.msm::<G1>(&bases, &abc[0], params.h.len())
-                })?;
-                let msm_l = self.step(lane, Step::MsmL, report, || {
-                    let bases = engine.bases(&params.l, resident.map(|r| &r.l));
-                    engine.msm::<G1>(&bases, &l_scalars, aux.len())
-                })?;
-                Ok((msm_h, msm_l))
-            })();
-            let selected = selection
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            report.record(Step::ScalarSelection, selection_time);
             (h_and_l, selected)
-        });
+        };
         let (h, l) = h_and_l?;
         let [a_scalars, b_scalars] = selected?;
-        report.record(Step::ScalarSelection, selection_time);
 
         let a_len = inputs.len() + a_aux_density.total();
         let b_len = b_input_density.total() + b_aux_density.total();

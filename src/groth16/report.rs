@@ -12,8 +12,11 @@ pub enum Step {
     /// a, b, c from a witness and its circuit's recorded matrices (pre-compiled synthesis):
     /// sparse products on the GPU beside the bases, or on the CPU.
     Products,
-    /// Selecting the A and B scalars (and, on a GPU, uploading them) beside the H step and
-    /// the H and L MSMs: not part of a proof's wall time unless it outlasts them.
+    /// Gathering the A and B scalars on the device from the aux values (recorded matrices
+    /// resident there): a step of its own, before the H step.
+    Gather,
+    /// Selecting the A and B scalars on the host (and, on a GPU, uploading them) beside the
+    /// H step and the H and L MSMs: not part of a proof's wall time unless it outlasts them.
     ScalarSelection,
     /// The H polynomial: six NTTs on a GPU (`ntt::steps::h_steps`), bellperson's seven on the CPU,
     /// and the division by Z.
@@ -28,10 +31,11 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 11] = [
+    pub const ALL: [Step; 12] = [
         Step::Synthesis,
         Step::Staging,
         Step::Products,
+        Step::Gather,
         Step::ScalarSelection,
         Step::HStep,
         Step::MsmH,
@@ -55,6 +59,7 @@ impl Step {
             Step::Synthesis => "synthesis",
             Step::Staging => "staging",
             Step::Products => "products",
+            Step::Gather => "A, B gather",
             Step::HStep => "H step",
             Step::MsmH => "MSM H",
             Step::MsmL => "MSM L",

@@ -80,6 +80,10 @@ impl Engine for CpuEngine {
         Ok(values.to_vec())
     }
 
+    fn selects_on_device(&self, _: Option<&DeviceMatrices>) -> bool {
+        false
+    }
+
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,

@@ -292,8 +292,11 @@ impl Engine for GpuEngine {
         };
         let [a, b, c] = [(); 3].map(|_| self.zeroed(matrices.rows()));
         let out = [a?, b?, c?];
-        self.sparse()?
-            .products(resident, inputs, aux, [&out[0], &out[1], &out[2]])?;
+        // Waited on, so that the products' time is their own step's and not the H step's.
+        let submission =
+            self.sparse()?
+                .products(resident, inputs, aux, [&out[0], &out[1], &out[2]])?;
+        self.gpu.wait_for(submission)?;
         Ok(out.map(|v| GpuVector::Device(Box::new(v))))
     }
 
@@ -338,9 +341,17 @@ impl Engine for GpuEngine {
         Ok(values)
     }
 
-    /// Selected on the CPU, then uploaded one after the other: uploading A and B at once, as
-    /// each selection finished, queued their copies among the H step's kernels and made a
-    /// single 2^22 proof's H step and H MSM 4.5x and 2.8x slower on the H200 (BENCHMARKS.md).
+    /// Resident matrices are the ones [`select_ab`](Engine::select_ab) gathers by (from the aux
+    /// values [`upload`](Engine::upload) put on the device).
+    fn selects_on_device(&self, resident: Option<&DeviceMatrices>) -> bool {
+        resident.is_some()
+    }
+
+    /// Gathered on the device with resident matrices (waited on, so that the prover can time
+    /// it as a step). Otherwise selected on the CPU, then uploaded one after the other:
+    /// uploading A and B at once, as each selection finished, queued their copies among the
+    /// H step's kernels and made a single 2^22 proof's H step and H MSM 4.5x and 2.8x slower
+    /// on the H200 (BENCHMARKS.md).
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,
@@ -350,12 +361,13 @@ impl Engine for GpuEngine {
         if let (Some(resident), GpuVector::Device(aux)) = (resident, aux) {
             let [a, b] = resident.query_lengths().map(|len| self.zeroed(len));
             let out = [a?, b?];
-            self.sparse()?.queries(
+            let submission = self.sparse()?.queries(
                 resident,
                 &assignment.input_assignment,
                 aux,
                 [&out[0], &out[1]],
             )?;
+            self.gpu.wait_for(submission)?;
             return Ok(out.map(|v| GpuVector::Device(Box::new(v))));
         }
         let (a, b) = select_ab(assignment);

@@ -89,6 +89,11 @@ pub trait Engine: Sync {
     /// The first `len` values of `vector`, in host memory.
     fn read(&self, vector: &Self::Vector<'_>, len: usize) -> Result<Vec<Scalar>>;
 
+    /// Whether [`select_ab`](Self::select_ab) with `resident` matrices gathers on this
+    /// engine's device (a few kernels, waited on: the prover runs it as a step of its own)
+    /// rather than on the host (seconds at 2^27: the prover runs it beside the H step).
+    fn selects_on_device(&self, resident: Option<&DeviceMatrices>) -> bool;
+
     /// The A and B queries' scalars of a proof: A's are the inputs, then the aux variables
     /// A's density marks; B's are the inputs and the aux variables B's densities mark.
     /// bellperson runs each query as an input and an aux MSM over consecutive bases; one MSM
