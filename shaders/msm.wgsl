@@ -1,12 +1,14 @@
 // Pippenger multi-scalar multiplication over `Affine` bases (G1 or G2 through the Field
 // prelude), in five kernels run per chunk of points:
 //
-// 1. msm_count: each scalar's signed digits, window by window (windows of c or c + 1 bits);
-//    count entries per (window, bucket).
+// 1. msm_count: each scalar out of Montgomery form (written back for the scatter) and its
+//    signed digits, window by window (windows of c or c + 1 bits); count entries per
+//    (window, bucket).
 // 2. (scan.wgsl turns the counts into bucket offsets.)
 // 3. msm_scatter: write every non-zero digit as (key = the window's first key + |digit|,
-//    base | sign) at its bucket's place: a counting sort done by all threads at once. Key 1,
-//    where every scalar 1 and -1 lands, is counted and placed a workgroup at a time (HOT_KEY).
+//    base | sign) at its bucket's place: a counting sort done by all threads at once, one
+//    window per workgroup row in z. Key 1, where every scalar 1 and -1 lands, is counted and
+//    placed a workgroup at a time (HOT_KEY).
 // 4. msm_accumulate_bases, then msm_accumulate_partials once per further level: the sorted
 //    list is cut into equal segments of `segment` entries, whatever the buckets are, so a
 //    bucket holding most points (0/1-heavy witnesses) is summed by many threads. A run of
@@ -42,7 +44,8 @@ const NO_KEY: u32 = 0xffffffffu;
 const PLACEHOLDER: u32 = 0x80000000u;
 
 @group(0) @binding(0) var<uniform> params: MsmParams;
-@group(0) @binding(1) var<storage, read> scalars: array<FrWords>;
+// In Montgomery form as staged; msm_count leaves them out of it.
+@group(0) @binding(1) var<storage, read_write> scalars: array<FrWords>;
 @group(0) @binding(2) var<storage, read> bases: array<Affine>;
 @group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> cursor: array<atomic<u32>>;
@@ -57,6 +60,10 @@ const PLACEHOLDER: u32 = 0x80000000u;
 // lengths[l]: entries in level l's list (lengths[0] is the scan's total).
 @group(0) @binding(11) var<storage, read_write> lengths: array<u32>;
 @group(0) @binding(12) var<storage, read_write> sums: array<Xyzz>;
+// Per point: 1 + its last window with a non-zero digit (0 for the scalar 0), from msm_count,
+// so that msm_scatter reads the scalar only for the windows it has digits in (the bits of
+// 0/1 witnesses have one).
+@group(0) @binding(13) var<storage, read_write> digit_windows: array<u32>;
 
 // Windows of mixed widths: w < wide_windows is c + 1 bits wide, the rest c, so that a window
 // count W need not round its width up (256 = 9 × 20 + 4 × 19 bits for W = 13).
@@ -119,7 +126,9 @@ fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invoca
     workgroupBarrier();
     if (i < params.count) {
         let s = fr_from_montgomery(fr_from_words(scalars[i]));
+        scalars[i] = fr_to_words(s);
         var carry = 0u;
+        var used = 0u;
         for (var w = 0u; w < params.windows; w++) {
             let magnitude = signed_digit(s, w, &carry) & ~SIGN_BIT;
             let key = window_first_key(w) + magnitude;
@@ -128,7 +137,9 @@ fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invoca
             } else if (magnitude != 0u) {
                 atomicAdd(&counts[key], 1u);
             }
+            if (magnitude != 0u) { used = w + 1u; }
         }
+        digit_windows[i] = used;
     }
     workgroupBarrier();
     if (lane == 0u) {
@@ -137,30 +148,50 @@ fn msm_count(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invoca
     }
 }
 
+// Window z of the grid (workgroups run in z order, so the window's cursors and the parts of
+// the list being written stay in L2 while it is placed, where all windows at once did not).
+// Only window 0 holds key 1, so only its workgroups meet at barriers.
 @compute @workgroup_size(64)
-fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invocation_index) lane: u32, @builtin(num_workgroups) groups: vec3<u32>) {
+fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(id, groups);
+    let w = group.z;
+    if (w == 0u) {
+        place_in_window_zero(i, lane);
+    } else {
+        place_digit(i, w, scatter_digit(i, w));
+    }
+}
+
+// Point i's signed digit in window w (0 past the count and past the point's last digit).
+fn scatter_digit(i: u32, w: u32) -> u32 {
+    if (i >= params.count || w >= digit_windows[i]) { return 0u; }
+    let s = fr_from_words(scalars[i]);
+    // The carry into window w: the digits below it, recomputed.
+    var carry = 0u;
+    for (var below = 0u; below < w; below++) { _ = signed_digit(s, below, &carry); }
+    return signed_digit(s, w, &carry);
+}
+
+// A non-zero digit at its bucket's place.
+fn place_digit(i: u32, w: u32, digit: u32) {
+    let magnitude = digit & ~SIGN_BIT;
+    if (magnitude == 0u) { return; }
+    let key = window_first_key(w) + magnitude;
+    let at = atomicAdd(&cursor[key], 1u);
+    sorted[at] = vec2<u32>(key, i | (digit & SIGN_BIT));
+}
+
+// Window 0's digit of point i; key 1 (digit ±1) takes its place a workgroup at a time.
+fn place_in_window_zero(i: u32, lane: u32) {
     if (lane == 0u) { atomicStore(&hot_entries, 0u); }
     workgroupBarrier();
-    // This invocation's place among the workgroup's key-1 entries (one at most: window 0's),
-    // and its sign.
+    let digit = scatter_digit(i, 0u);
+    // This invocation's place among the workgroup's key-1 entries.
     var hot_place = NO_KEY;
-    var hot_sign = 0u;
-    if (i < params.count) {
-        let s = fr_from_montgomery(fr_from_words(scalars[i]));
-        var carry = 0u;
-        for (var w = 0u; w < params.windows; w++) {
-            let digit = signed_digit(s, w, &carry);
-            let magnitude = digit & ~SIGN_BIT;
-            let key = window_first_key(w) + magnitude;
-            if (key == HOT_KEY) {
-                hot_place = atomicAdd(&hot_entries, 1u);
-                hot_sign = digit & SIGN_BIT;
-            } else if (magnitude != 0u) {
-                let at = atomicAdd(&cursor[key], 1u);
-                sorted[at] = vec2<u32>(key, i | (digit & SIGN_BIT));
-            }
-        }
+    if (window_first_key(0u) + (digit & ~SIGN_BIT) == HOT_KEY) {
+        hot_place = atomicAdd(&hot_entries, 1u);
+    } else {
+        place_digit(i, 0u, digit);
     }
     workgroupBarrier();
     if (lane == 0u) {
@@ -168,7 +199,9 @@ fn msm_scatter(@builtin(global_invocation_id) id: vec3<u32>, @builtin(local_invo
         if (places != 0u) { hot_start = atomicAdd(&cursor[HOT_KEY], places); }
     }
     workgroupBarrier();
-    if (hot_place != NO_KEY) { sorted[hot_start + hot_place] = vec2<u32>(HOT_KEY, i | hot_sign); }
+    if (hot_place != NO_KEY) {
+        sorted[hot_start + hot_place] = vec2<u32>(HOT_KEY, i | (digit & SIGN_BIT));
+    }
 }
 
 fn entry_key(i: u32, from_bases: bool) -> u32 {

@@ -71,7 +71,7 @@ impl<C: GpuCurve> Program for MsmProgram<C> {
     type Entry = MsmEntry;
     const BINDINGS: &'static [Binding] = &[
         Binding::DynamicUniform, // params
-        Binding::ReadOnly,       // scalars
+        Binding::ReadWrite,      // scalars (msm_count takes them out of Montgomery form)
         Binding::ReadOnly,       // bases
         Binding::ReadWrite,      // counts
         Binding::ReadWrite,      // cursor
@@ -83,6 +83,7 @@ impl<C: GpuCurve> Program for MsmProgram<C> {
         Binding::ReadWrite,      // buckets
         Binding::ReadWrite,      // lengths
         Binding::ReadWrite,      // sums
+        Binding::ReadWrite,      // digit_windows
     ];
     const UNIFORMS: &'static [(u32, UniformLayout)] = &[(
         0,

@@ -199,6 +199,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                 ws.buckets.as_entire_binding(),
                 ws.lengths.as_entire_binding(),
                 ws.sums.as_entire_binding(),
+                ws.digit_windows.as_entire_binding(),
             ],
         )
     }
@@ -227,7 +228,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("scatter"));
             pass.set_pipeline(msm.pipeline(MsmEntry::Scatter));
             pass.set_bind_group(0, &groups[0], &[chunk_params]);
-            pass.dispatch_workgroups(point_grid.0, point_grid.1, 1);
+            pass.dispatch_workgroups(point_grid.0, point_grid.1, plan.layout.windows);
         }
         {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("accumulate"));

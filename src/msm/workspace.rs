@@ -17,6 +17,8 @@ pub const WORKSPACES_KEPT: usize = 2;
 pub(super) struct Workspace {
     pub plan: MsmPlan,
     pub scalars: wgpu::Buffer,
+    /// Per point of a chunk, the windows up to its last digit (msm_count, for msm_scatter).
+    pub digit_windows: wgpu::Buffer,
     pub counts: wgpu::Buffer,
     pub cursor: wgpu::Buffer,
     pub sorted: wgpu::Buffer,
@@ -66,6 +68,7 @@ impl Workspace {
                 "msm scalars",
                 plan.chunk as u64 * std::mem::size_of::<Scalar>() as u64,
             ),
+            digit_windows: storage(gpu, "msm digit windows", plan.chunk as u64 * 4),
             counts: storage(gpu, "msm counts", slots * 4),
             cursor: storage(gpu, "msm cursor", slots * 4),
             sorted: storage(gpu, "msm sorted", plan.max_entries() * 8),
