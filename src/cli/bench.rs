@@ -32,9 +32,15 @@ pub fn field(selector: &AdapterSelector, threads: Option<u32>) -> Result<ExitCod
     );
     let rates = run_field_bench(&gpu, &config)?;
     println!(
-        "| operation | path | rate | share of ceiling (u32 mul rate / limb products) | compile |"
+        "{}",
+        table_header(&[
+            "operation",
+            "path",
+            "rate",
+            "share of ceiling (u32 mul rate / limb products)",
+            "compile",
+        ])
     );
-    println!("|---|---|---|---|---|");
     for r in &rates {
         let path = r.wide_mul.map_or("-".to_string(), |w| w.to_string());
         // A field mul's ceiling: the raw multiply rate over the multiplies one mul needs.
@@ -62,6 +68,15 @@ pub struct MsmOptions {
     pub runs: u32,
     pub path: Option<String>,
     pub config: MsmConfig,
+}
+
+/// A markdown table's header row and its delimiter row, one cell per column.
+pub fn table_header(columns: &[&str]) -> String {
+    format!(
+        "| {} |\n|{}",
+        columns.join(" | "),
+        "---|".repeat(columns.len())
+    )
 }
 
 pub fn ms(d: Duration) -> String {
@@ -94,8 +109,22 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
         let segment = kernels.plan(1 << first)?.segment;
         println!("segment: {segment} entries per accumulation thread");
     }
-    println!("| curve | n | scalars | windows | chunks | GPU (best of {}) | upload | blstrs CPU | speed-up | equal |", options.runs);
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let gpu_column = format!("GPU (best of {})", options.runs);
+    println!(
+        "{}",
+        table_header(&[
+            "curve",
+            "n",
+            "scalars",
+            "windows",
+            "chunks",
+            &gpu_column,
+            "upload",
+            "blstrs CPU",
+            "speed-up",
+            "equal",
+        ])
+    );
     let mut all_equal = true;
     for &log_n in &options.log_n {
         let n = 1usize << log_n;
@@ -198,8 +227,18 @@ pub fn ntt(
         ms(kernels.compile_time()),
         rayon::current_num_threads()
     );
-    println!("| n | step | GPU (best of {runs}) | bellperson CPU | speed-up | equal |");
-    println!("|---|---|---|---|---|---|");
+    let gpu_column = format!("GPU (best of {runs})");
+    println!(
+        "{}",
+        table_header(&[
+            "n",
+            "step",
+            &gpu_column,
+            "bellperson CPU",
+            "speed-up",
+            "equal"
+        ])
+    );
     let mut all_equal = true;
     for &log_n in log_ns {
         let values = sample_scalars(log_n as u64, 1 << log_n, false);
@@ -301,8 +340,11 @@ fn print_ntt_row(
 pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<ExitCode> {
     let gpu = GpuContext::new(selector)?;
     println!("{}", super::adapter_line(&gpu));
-    println!("| size | direction | path | best of {runs} | rate |");
-    println!("|---|---|---|---|---|");
+    let best_column = format!("best of {runs}");
+    println!(
+        "{}",
+        table_header(&["size", "direction", "path", &best_column, "rate"])
+    );
     let mut all_equal = true;
     for &size in mib {
         let bytes = size << 20;

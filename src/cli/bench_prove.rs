@@ -21,7 +21,7 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
-use super::bench::ms;
+use super::bench::{ms, table_header};
 use super::output::OutputPlan;
 use super::prove::proof_bytes;
 use super::{CliError, CliResult};
@@ -94,10 +94,25 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         ms(t.elapsed()),
         rayon::current_num_threads()
     );
-    println!("| constraints | batch | synthesis path | devices x workers | synthesis (each circuit; in parallel, beside the proving) | staging (uploads) | products (a, b, c from the witness) | A, B gather (device) | scalar selection + A, B uploads (host, beside H, MSM H, L) | H | MSM H | MSM L | MSM A | MSM B G1 | MSM B G2 | assembly | after synthesis | total | GPU-step coverage | bellperson CPU | speed-up | equal | peak RSS |");
-    println!(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-    );
+    let columns: Vec<&str> = [
+        "constraints",
+        "batch",
+        "synthesis path",
+        "devices x workers",
+    ]
+    .into_iter()
+    .chain(Step::ALL.map(step_column))
+    .chain([
+        "after synthesis",
+        "total",
+        "GPU-step coverage",
+        "bellperson CPU",
+        "speed-up",
+        "equal",
+        "peak RSS",
+    ])
+    .collect();
+    println!("{}", table_header(&columns));
     let mut all_equal = true;
     let timeline = Arc::new(Timeline::new());
     // The recorded path computes each witness in as many parts as there are threads.
@@ -203,6 +218,24 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// A step's column in the table: its label, and where it runs when that is not plain.
+fn step_column(step: Step) -> &'static str {
+    match step {
+        Step::Synthesis => "synthesis (each circuit; in parallel, beside the proving)",
+        Step::Staging => "staging (uploads)",
+        Step::Products => "products (a, b, c from the witness)",
+        Step::Gather => "A, B gather (device)",
+        Step::ScalarSelection => "scalar selection + A, B uploads (host, beside H, MSM H, L)",
+        Step::HStep => "H",
+        Step::MsmH => "MSM H",
+        Step::MsmL => "MSM L",
+        Step::MsmA => "MSM A",
+        Step::MsmBG1 => "MSM B G1",
+        Step::MsmBG2 => "MSM B G2",
+        Step::Assembly => "assembly",
+    }
 }
 
 fn print_row(

@@ -14,7 +14,7 @@ use crate::Result;
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 
-use super::bench::ms;
+use super::bench::{ms, table_header};
 
 /// Runs a circuit's code and nothing else: values are computed and linear combinations built,
 /// then dropped (through `black_box`, so the compiler cannot skip building them).
@@ -81,9 +81,21 @@ pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
         rayon::current_num_threads()
     );
     println!(
-        "| constraints | synthesize (ours) | the circuit's own code | our share | constraints/s | recorded matrices (once) | witness only | witness in parts | products | witness in parts + products | equal |"
+        "{}",
+        table_header(&[
+            "constraints",
+            "synthesize (ours)",
+            "the circuit's own code",
+            "our share",
+            "constraints/s",
+            "recorded matrices (once)",
+            "witness only",
+            "witness in parts",
+            "products",
+            "witness in parts + products",
+            "equal",
+        ])
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for &log_n in log_ns {
         let circuit = FilecoinLike::new(log_n, 1)?;
         let (mut ours, mut own) = (Duration::MAX, Duration::MAX);

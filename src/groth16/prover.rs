@@ -492,9 +492,9 @@ impl Prover {
         let select = || engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars);
         let (h_and_l, selected) = if engine.selects_on_device(device_matrices.as_deref()) {
             // A few kernels: a step of its own, before the H step, so that each step's time
-            // is its own work.
-            let selected = self.step(lane, Step::Gather, report, select);
-            (h_and_l(report), selected)
+            // is its own work (and a failed gather fails the proof before the H step).
+            let selected = self.step(lane, Step::Gather, report, select)?;
+            (h_and_l(report), Ok(selected))
         } else {
             // The selection runs on a thread of its own beside this worker's steps, not as a
             // rayon task beside them: on the CPU engine the H step then ran on a rayon thread
