@@ -10,7 +10,9 @@
 //! An upload never waits for a staging buffer whose copy is still queued (it may sit behind
 //! another worker's kernels, and waiting for it would tie this worker to that work): it takes
 //! another, making one if needed, up to a cap. Every wait is on a submission made here (a
-//! chunk's own copy), never on the whole device.
+//! chunk's own copy), never on the whole device. The slots' lock is held only to take or give
+//! back a slot, never while a chunk is written: a worker's small uploads (a gather's
+//! coefficients, a vector's parts) do not wait for another worker's 4 GB of staging.
 
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -38,8 +40,16 @@ struct Slot {
 /// The staging buffers of one device, made on first use.
 #[derive(Default)]
 pub struct Staging {
-    upload: Mutex<Vec<Slot>>,
+    upload: Mutex<UploadSlots>,
     download: Mutex<Vec<Slot>>,
+}
+
+/// Upload slots not being written, most recently given back last, and how many exist (those
+/// being written included) against [`MAX_UPLOAD_SLOTS`].
+#[derive(Default)]
+struct UploadSlots {
+    idle: Vec<Slot>,
+    made: usize,
 }
 
 impl std::fmt::Debug for Staging {
@@ -178,45 +188,61 @@ impl super::GpuContext {
     /// runs in order); this returns once the last chunk is handed to the GPU.
     pub fn upload(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) -> Result<()> {
         let chunk = chunk_size(self);
-        let mut slots = self
-            .staging
-            .upload
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
         for (i, piece) in bytes.chunks(chunk as usize).enumerate() {
-            let free = self.free_upload_slot(&mut slots, chunk)?;
-            let mut slot = slots.remove(free);
-            let len = piece.len() as u64;
-            write_mapped(&slot.buffer, piece)?;
-            slot.buffer.unmap();
-            let mut encoder = self.device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, offset + i as u64 * chunk, len);
-            let submission = self.submit([encoder.finish()]);
-            slot.request_map(wgpu::MapMode::Write, submission);
-            // Most recently used last: the first slots are the likeliest to be free.
-            slots.push(slot);
+            let mut slot = self.take_upload_slot(chunk)?;
+            let copied = write_mapped(&slot.buffer, piece).map(|()| {
+                slot.buffer.unmap();
+                let mut encoder = self.device.create_command_encoder(&Default::default());
+                let at = offset + i as u64 * chunk;
+                encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, at, piece.len() as u64);
+                let submission = self.submit([encoder.finish()]);
+                slot.request_map(wgpu::MapMode::Write, submission);
+            });
+            // A slot whose write failed is still mapped and free: it goes back either way.
+            self.lock_upload_slots().idle.push(slot);
+            copied?;
         }
         self.check_alive()
     }
 
-    /// The index of a mapped upload slot: the first free one, else a new one, else (at the
-    /// cap) the oldest once its copy is done.
-    fn free_upload_slot(&self, slots: &mut Vec<Slot>, chunk: u64) -> Result<usize> {
-        for (i, slot) in slots.iter_mut().enumerate() {
-            if slot.is_ready(self)? {
-                return Ok(i);
+    fn lock_upload_slots(&self) -> std::sync::MutexGuard<'_, UploadSlots> {
+        self.staging
+            .upload
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A mapped upload slot, taken out of the idle ones: the first free one, else a new one,
+    /// else (at the cap) the oldest once its copy is done, waited for without the lock.
+    fn take_upload_slot(&self, chunk: u64) -> Result<Slot> {
+        let mut slots = self.lock_upload_slots();
+        for i in 0..slots.idle.len() {
+            if slots.idle[i].is_ready(self)? {
+                return Ok(slots.idle.remove(i));
             }
         }
-        if slots.len() < MAX_UPLOAD_SLOTS {
+        // With none idle every slot is being written by another upload: one more, past the cap.
+        if slots.made < MAX_UPLOAD_SLOTS || slots.idle.is_empty() {
+            slots.made += 1;
+            drop(slots);
             let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
-            let slot = self.allocating("an upload staging buffer", chunk, || {
+            let made = self.allocating("an upload staging buffer", chunk, || {
                 Slot::new(&self.device, chunk, usage, true)
-            })?;
-            slots.push(slot);
-            return Ok(slots.len() - 1);
+            });
+            if made.is_err() {
+                self.lock_upload_slots().made -= 1;
+            }
+            return made;
         }
-        slots[0].wait_mapped(self)?;
-        Ok(0)
+        let mut oldest = slots.idle.remove(0);
+        drop(slots);
+        match oldest.wait_mapped(self) {
+            Ok(()) => Ok(oldest),
+            Err(e) => {
+                self.lock_upload_slots().made -= 1;
+                Err(e)
+            }
+        }
     }
 
     /// The `len` bytes of `buffer` from `offset`, once the work submitted before has finished.
@@ -281,5 +307,46 @@ impl super::GpuContext {
             }
         }
         self.check_alive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::{AdapterSelector, GpuContext};
+    use std::time::Duration;
+
+    /// While one upload has a slot out (a chunk being written: a proof's 4 GB of staging keep
+    /// a worker writing for hundreds of milliseconds), another thread's upload goes ahead.
+    /// Held across whole uploads, the slots' lock made the prover's compute worker upload its
+    /// gather's coefficients only after the other worker's staging, the GPU idle meanwhile
+    /// (H200, BENCHMARKS.md, "Session 21").
+    #[test]
+    fn an_upload_goes_ahead_while_another_writes_a_slot() {
+        let gpu = match GpuContext::new(&AdapterSelector::default()) {
+            Ok(gpu) => &*Box::leak(Box::new(gpu)),
+            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") => {
+                panic!("CI=true and no adapter: {e}")
+            }
+            Err(e) => return eprintln!("skipping: no adapter ({e})"),
+        };
+        let writing = gpu.take_upload_slot(chunk_size(gpu)).unwrap();
+        let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+        let (sent, received) = mpsc::channel();
+        let expected = bytes.clone();
+        std::thread::spawn(move || {
+            let back = gpu
+                .storage_buffer("upload test", &bytes)
+                .and_then(|buffer| gpu.read_buffer(&buffer));
+            let _ = sent.send(back);
+        });
+        let back = received
+            .recv_timeout(Duration::from_secs(120))
+            .expect("an upload waited for a slot another upload was writing");
+        assert!(
+            back.unwrap() == expected,
+            "the upload's bytes came back changed"
+        );
+        gpu.lock_upload_slots().idle.push(writing);
     }
 }
