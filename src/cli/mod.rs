@@ -179,6 +179,9 @@ enum BenchCommand {
         /// Threads of the bucket reduction (default: 32768 on GPUs, 1024 on CPU adapters).
         #[arg(long)]
         reduction_threads: Option<u32>,
+        /// At most this many points a chunk (default: as many as the device's bindings hold).
+        #[arg(long)]
+        chunk_points: Option<usize>,
     },
     /// One circuit's synthesis on one thread, beside the circuit's own share of it.
     Synthesis {
@@ -476,6 +479,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             window_bits,
             windows,
             reduction_threads,
+            chunk_points,
         } => {
             let defaults = MsmConfig::default();
             let options = bench::MsmOptions {
@@ -490,6 +494,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                     window_bits,
                     windows,
                     reduction_threads,
+                    max_chunk_points: chunk_points,
                     ..defaults
                 },
             };

@@ -23,6 +23,10 @@ pub struct MsmConfig {
     /// reduction is latency-bound; few on a CPU adapter, where every group's
     /// double-and-add is extra work. `None` picks by adapter type.
     pub reduction_threads: Option<u32>,
+    /// Cap on the points of one chunk (rounded down to [`CHUNK_ALIGN`]), for measuring what
+    /// chunks cost: smaller ones keep a window's part of the sorted list in the device's cache
+    /// while the scatter writes it, and add to the accumulation (BENCHMARKS.md, "Session 21").
+    pub max_chunk_points: Option<usize>,
     /// Time every GPU pass with timestamp queries (where the device has them); read the
     /// result with `MsmKernels::last_profile`.
     pub profile: bool,
@@ -311,7 +315,10 @@ impl MsmPlan {
         while fitting(segment) < CHUNK_ALIGN.min(n as u64) && 2 * segment <= longest_segment {
             segment *= 2;
         }
-        let fit = fitting(segment);
+        let fit = match config.max_chunk_points {
+            Some(cap) => fitting(segment).min((cap as u64).max(CHUNK_ALIGN)),
+            None => fitting(segment),
+        };
         let chunk = if fit >= n as u64 {
             n
         } else if fit >= CHUNK_ALIGN {
@@ -589,6 +596,18 @@ mod tests {
         let plan = MsmPlan::new(1 << 20, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
         assert!(*plan.level_bounds.last().unwrap() <= plan.segment as u64);
         assert!(plan.level_bounds.windows(2).all(|w| w[1] < w[0]));
+    }
+
+    #[test]
+    fn a_chunk_cap_is_kept_and_rounded_down_to_the_alignment() {
+        for (cap, expected) in [(1000, 768), (1, 256), (1 << 20, 1 << 20)] {
+            let config = MsmConfig {
+                max_chunk_points: Some(cap),
+                ..Default::default()
+            };
+            let plan = MsmPlan::new(1 << 22, G1_INT64, 2 * GIB, &config).unwrap();
+            assert_eq!(plan.chunk, expected, "cap {cap}");
+        }
     }
 
     #[test]
