@@ -25,7 +25,7 @@ const CHUNK: u64 = 32 << 20;
 /// Read-back staging buffers: one being drained on the CPU, the others in copy.
 const SLOTS: usize = 3;
 /// Most upload staging buffers (1 GiB of host memory): beyond this, an upload waits for the
-/// oldest copy.
+/// oldest idle slot's copy (and makes one more only when every slot is being written).
 const MAX_UPLOAD_SLOTS: usize = 32;
 
 type MapResult = std::result::Result<(), wgpu::BufferAsyncError>;
