@@ -205,7 +205,19 @@ pub struct MsmPlan {
     pub chunk: usize,
     /// Upper bound on each accumulation level's list length; the last fits one segment.
     pub level_bounds: Vec<u64>,
+    /// Entries a thread takes at each level: `segment` at level 0 and while a level's list
+    /// fills [`FULL_LEVEL_THREADS`] threads, [`TAIL_SEGMENT`] after.
+    pub level_segments: Vec<u32>,
 }
+
+/// Threads under which an accumulation level no longer fills a GPU: its time is then one
+/// thread's chain of additions, `segment` long (64 for G1, 32 for G2). With 8 entries a
+/// thread on those levels the H200's G1 accumulation took 1.9 ms less at 2^24 and 18 ms less
+/// at 2^27 (7 chunks), G2's at 2^22 2.3 ms less (BENCHMARKS.md, "Session 22").
+pub const FULL_LEVEL_THREADS: u64 = 1 << 16;
+/// Entries a thread takes on the levels past [`FULL_LEVEL_THREADS`]: each level shrinks its
+/// list fourfold for 8 additions in a chain (2 a halving, where 64 took 12.8).
+pub const TAIL_SEGMENT: u32 = 8;
 
 /// Points per chunk that fit `limit` bytes in every per-chunk buffer: scalars (32 bytes a
 /// point), bases, sorted entries (8 bytes per window) and the level-1 partials (two slots of
@@ -345,9 +357,20 @@ impl MsmPlan {
             .max(1);
 
         let mut level_bounds = vec![chunk as u64 * windows as u64];
-        while *level_bounds.last().expect("never empty") > segment as u64 {
+        let mut level_segments = vec![segment];
+        loop {
             let last = *level_bounds.last().expect("never empty");
-            level_bounds.push(2 * last.div_ceil(segment as u64));
+            let t = *level_segments.last().expect("never empty");
+            if last <= t as u64 {
+                break;
+            }
+            let next = 2 * last.div_ceil(t as u64);
+            level_bounds.push(next);
+            level_segments.push(if next.div_ceil(segment as u64) >= FULL_LEVEL_THREADS {
+                segment
+            } else {
+                segment.min(TAIL_SEGMENT)
+            });
         }
         Ok(MsmPlan {
             n,
@@ -356,6 +379,7 @@ impl MsmPlan {
             groups,
             chunk: chunk.max(1),
             level_bounds,
+            level_segments,
         })
     }
 
@@ -594,7 +618,7 @@ mod tests {
     #[test]
     fn accumulation_levels_end_in_one_segment() {
         let plan = MsmPlan::new(1 << 20, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
-        assert!(*plan.level_bounds.last().unwrap() <= plan.segment as u64);
+        assert!(*plan.level_bounds.last().unwrap() <= *plan.level_segments.last().unwrap() as u64);
         assert!(plan.level_bounds.windows(2).all(|w| w[1] < w[0]));
     }
 
@@ -608,6 +632,29 @@ mod tests {
             let plan = MsmPlan::new(1 << 22, G1_INT64, 2 * GIB, &config).unwrap();
             assert_eq!(plan.chunk, expected, "cap {cap}");
         }
+    }
+
+    /// Level 0 and the levels that fill a GPU take the plan's segment; the rest, chains of
+    /// additions on few threads, take the tail's.
+    #[test]
+    fn levels_past_a_full_gpu_take_the_tail_segment() {
+        for n in [1 << 12, 1 << 20, 1 << 24, 1 << 27] {
+            let plan = MsmPlan::new(n, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
+            assert_eq!(plan.level_segments[0], plan.segment);
+            for (&bound, &t) in plan.level_bounds.iter().zip(&plan.level_segments).skip(1) {
+                let fills = bound.div_ceil(plan.segment as u64) >= FULL_LEVEL_THREADS;
+                let expected = if fills {
+                    plan.segment
+                } else {
+                    plan.segment.min(TAIL_SEGMENT)
+                };
+                assert_eq!(t, expected, "2^{}: {plan:?}", n.trailing_zeros());
+            }
+        }
+        // A chunk of 2^27 points: level 1 (millions of partials) fills the GPU, level 2 not.
+        let plan = MsmPlan::new(1 << 27, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
+        let t = plan.segment;
+        assert_eq!(&plan.level_segments[..3], &[t, t, TAIL_SEGMENT], "{plan:?}");
     }
 
     #[test]
@@ -627,7 +674,12 @@ mod tests {
             };
             for n in [1, 5, 1000, 1 << 14] {
                 let plan = MsmPlan::new(n, G1_INT64, 2 * GIB, &config).unwrap();
-                assert!(*plan.level_bounds.last().unwrap() <= segment as u64);
+                assert!(
+                    *plan.level_bounds.last().unwrap()
+                        <= *plan.level_segments.last().unwrap() as u64
+                );
+                assert_eq!(plan.level_segments.len(), plan.level_bounds.len());
+                assert_eq!(plan.level_segments[0], segment);
                 assert!(
                     plan.level_bounds.windows(2).all(|w| w[1] < w[0]),
                     "{plan:?}"

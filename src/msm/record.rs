@@ -119,7 +119,12 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         let mut blocks: Vec<MsmParams> = chunks
             .iter()
             .enumerate()
-            .flat_map(|(c, chunk)| (0..levels).map(move |l| params_of(chunk.len, l, c > 0)))
+            .flat_map(|(c, chunk)| {
+                (0..levels).map(move |l| MsmParams {
+                    segment: plan.level_segments[l],
+                    ..params_of(chunk.len, l, c > 0)
+                })
+            })
             .collect();
         let reduce_block = blocks.len();
         blocks.push(params_of(0, 0, false));
@@ -239,7 +244,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                     MsmEntry::AccumulatePartials
                 };
                 pass.set_pipeline(msm.pipeline(entry));
-                let (x, y) = self.grid(entry, bound.div_ceil(plan.segment as u64));
+                let (x, y) = self.grid(entry, bound.div_ceil(plan.level_segments[level] as u64));
                 pass.set_bind_group(
                     0,
                     &groups[level % 2],
