@@ -11,8 +11,9 @@
 // part as `data` and, for the steps that pair elements of two parts, another as `partner`.
 // One part is the common case and runs the same code.
 //
-// Powers of a base b (ω, ω^-1, the coset generator g, g^-1) come from two small tables,
-// b^e = lo[e mod 2^split] · hi[e >> split], instead of an n-entry table per base.
+// Powers of a base b (ω, ω^-1, the coset generator g, g^-1) come from two tables,
+// b^e = lo[e mod 2^split] · hi[e >> split], instead of an n-entry table per base (hi has at
+// most 2^21 entries, lo the rest: up to 2^21 elements split is 0 and lo is [1]).
 
 struct NttParams {
     n: u32,
@@ -58,7 +59,7 @@ struct NttParams {
 @group(0) @binding(4) var<storage, read> h_c: array<FrWords>;
 @group(0) @binding(5) var<storage, read_write> partner: array<FrWords>;
 
-// base^e through the lo/hi tables of `params.table`. In the first half of a transform's
+// base^e through the lo/hi tables of `params.table`. In all but a transform's last `split`
 // stages every twiddle exponent is a multiple of 2^split (the same branch for every
 // invocation): the hi entry alone is the power, and the multiplication is skipped.
 fn table_power(e: u32) -> Fr {

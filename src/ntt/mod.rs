@@ -30,6 +30,7 @@ use steps::{
     h_steps, to_coset_steps, transform_steps, unscaled_coefficients_steps, Binds, Layout, Step,
 };
 use tables::DomainTables;
+pub use tables::HIGH_TABLE_BITS;
 
 /// Which transform, in bellperson's terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,6 +63,9 @@ pub struct NttKernels {
     placeholder: wgpu::Buffer,
     /// Cap on one part's bytes, below the device's binding limit (tests lower it).
     max_binding_bytes: Option<u64>,
+    /// log2 of the most entries a power table's high part holds ([`HIGH_TABLE_BITS`]; tests
+    /// lower it so that twiddles take the product of both parts at small sizes).
+    high_table_bits: u32,
     /// How stages are grouped into passes; `None`: chosen per size and adapter.
     stage_passes: Option<StagePasses>,
     cpu_adapter: bool,
@@ -123,6 +127,7 @@ impl NttKernels {
             tables: Mutex::new(HashMap::new()),
             placeholder: gpu.storage_buffer("ntt placeholder", &[0; 32])?,
             max_binding_bytes: None,
+            high_table_bits: HIGH_TABLE_BITS,
             stage_passes: None,
             cpu_adapter: gpu.info.device_type == wgpu::DeviceType::Cpu,
             pool: None,
@@ -148,6 +153,13 @@ impl NttKernels {
     /// below the device's own limit: the multi-buffer path, tested at small sizes.
     pub fn with_binding_limit(mut self, bytes: u64) -> Self {
         self.max_binding_bytes = Some(bytes);
+        self
+    }
+
+    /// Power tables whose high parts hold at most 2^bits entries: below the size, twiddles
+    /// are products of a low and a high entry.
+    pub fn with_high_table_bits(mut self, bits: u32) -> Self {
+        self.high_table_bits = bits;
         self
     }
 
@@ -195,20 +207,38 @@ impl NttKernels {
         if let Some(t) = cache.get(&log_n) {
             return Ok(t.clone());
         }
-        let tables = Arc::new(DomainTables::new(&self.gpu, log_n)?);
+        let tables = Arc::new(DomainTables::new(
+            &self.gpu,
+            log_n,
+            self.high_table_bits,
+            self.binding_limit(),
+        )?);
         cache.insert(log_n, tables.clone());
         Ok(tables)
     }
 
+    /// Device bytes of the power tables of 2^log_n, kept while the kernels live.
+    pub fn table_bytes(&self, log_n: u32) -> u64 {
+        let limit = self.binding_limit();
+        tables::table_bytes(
+            log_n,
+            tables::high_bits_within(log_n, self.high_table_bits, limit),
+        )
+    }
+
     /// How a vector of 2^log_n elements is cut into parts under the binding limit.
     pub fn part_layout(&self, log_n: u32) -> Result<PartLayout> {
-        let limit = self
-            .gpu
+        let size = std::mem::size_of::<Scalar>() as u64;
+        PartLayout::new(log_n, size, self.binding_limit())
+    }
+
+    /// Bytes one binding may hold: the device's limit, or the cap tests set below it.
+    fn binding_limit(&self) -> u64 {
+        self.gpu
             .limits
             .max_storage_buffer_binding_size
             .min(self.gpu.limits.max_buffer_size)
-            .min(self.max_binding_bytes.unwrap_or(u64::MAX));
-        PartLayout::new(log_n, std::mem::size_of::<Scalar>() as u64, limit)
+            .min(self.max_binding_bytes.unwrap_or(u64::MAX))
     }
 
     /// Uploads `values` (zero-padded to 2^log_n) in as many parts as the binding limit needs.

@@ -131,43 +131,53 @@ fn ntt_kernels_with(
 }
 
 /// NTT kernels that run eight stages at a time in workgroup memory (what GPUs get by
-/// default up to 2^24; lavapipe by default runs radix-8 register passes).
+/// default up to 2^24; lavapipe by default runs radix-8 register passes); power tables of
+/// 2^4 high entries (from 2^22 the default tables' twiddles are products too).
 pub fn ntt_kernels_local(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
     use wgpu_groth16::ntt::{LaterPasses, StagePasses, MAX_LOCAL_STAGES};
     ntt_kernels_with(wide, "ntt local", |kernels| {
-        kernels.with_stage_passes(StagePasses {
-            local: MAX_LOCAL_STAGES,
-            later: LaterPasses::Local,
-        })
+        kernels
+            .with_stage_passes(StagePasses {
+                local: MAX_LOCAL_STAGES,
+                later: LaterPasses::Local,
+            })
+            .with_high_table_bits(4)
     })
 }
 
 /// NTT kernels with one two-stage workgroup-memory pass, then radix-4 register passes, then
-/// a single stage where the count is odd (GPUs above 2^24 take this with eight stages first).
+/// a single stage where the count is odd (GPUs above 2^24 take this with eight stages first);
+/// power tables of 2^3 high entries, so that twiddles past 2^3 are products (as above 2^21).
 pub fn ntt_kernels_radix4(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
     use wgpu_groth16::ntt::{LaterPasses, StagePasses};
     ntt_kernels_with(wide, "ntt radix-4", |kernels| {
-        kernels.with_stage_passes(StagePasses {
-            local: 2,
-            later: LaterPasses::Radix4,
-        })
+        kernels
+            .with_stage_passes(StagePasses {
+                local: 2,
+                later: LaterPasses::Radix4,
+            })
+            .with_high_table_bits(3)
     })
 }
 
-/// NTT kernels with one three-stage workgroup-memory pass, then one stage a pass.
+/// NTT kernels with one three-stage workgroup-memory pass, then one stage a pass; power
+/// tables of 2^5 high entries.
 pub fn ntt_kernels_single(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
     use wgpu_groth16::ntt::{LaterPasses, StagePasses};
     ntt_kernels_with(wide, "ntt single", |kernels| {
-        kernels.with_stage_passes(StagePasses {
-            local: 3,
-            later: LaterPasses::Single,
-        })
+        kernels
+            .with_stage_passes(StagePasses {
+                local: 3,
+                later: LaterPasses::Single,
+            })
+            .with_high_table_bits(5)
     })
 }
 
 /// NTT kernels that split vectors into parts of at most 4 KiB (128 elements): the
 /// multi-buffer path that vectors over the device's binding limit take; inside parts, a
-/// three-stage workgroup-memory pass, radix-8 passes, a single stage.
+/// three-stage workgroup-memory pass, radix-8 passes, a single stage; power tables of 2^4
+/// high entries.
 pub fn ntt_kernels_in_parts(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
     use wgpu_groth16::ntt::{LaterPasses, StagePasses};
     ntt_kernels_with(wide, "ntt in parts", |kernels| {
@@ -177,6 +187,7 @@ pub fn ntt_kernels_in_parts(wide: WideMul) -> Option<&'static wgpu_groth16::ntt:
                 local: 3,
                 later: LaterPasses::Radix8,
             })
+            .with_high_table_bits(4)
     })
 }
 

@@ -144,8 +144,9 @@ impl GpuEngine {
     }
 
     /// Device bytes of one proof with `params`: what it takes from the pool (the H step's a,
-    /// b, c and the L, A, B scalar vectors), and the MSM workspaces the kernels keep beside
-    /// the pool's buffers (G1's, one per MSM size they alternate between; one G2).
+    /// b, c and the L, A, B scalar vectors), and what the kernels keep beside the pool's
+    /// buffers: the MSM workspaces (G1's, one per MSM size they alternate between; one G2)
+    /// and the NTT's power tables of the domain.
     pub fn proof_bytes(&self, params: &ProvingParameters) -> Result<(u64, u64)> {
         let domain = params.h.len() + 1;
         let per_proof = 3 * self.vector_bytes(domain)?
@@ -162,7 +163,10 @@ impl GpuEngine {
         .max()
         .unwrap_or(0);
         let workspaces = WORKSPACES_KEPT as u64 * self.g1.workspace_bytes(g1_len)?
-            + self.g2.workspace_bytes(params.b_g2.len())?;
+            + self.g2.workspace_bytes(params.b_g2.len())?
+            + self
+                .ntt
+                .table_bytes(domain.next_power_of_two().trailing_zeros());
         Ok((per_proof, workspaces))
     }
 
@@ -178,7 +182,8 @@ impl GpuEngine {
         let (per_proof, workspaces) = self.proof_bytes(params)?;
         if per_proof + workspaces > pool.budget() {
             return Err(Error::VramBudget {
-                what: "one proof's buffers (NTT vectors, scalars, MSM workspaces)".into(),
+                what: "one proof's buffers (NTT vectors and power tables, scalars, MSM workspaces)"
+                    .into(),
                 needed: per_proof + workspaces,
                 budget: pool.budget(),
             });
