@@ -12,8 +12,9 @@
 // One part is the common case and runs the same code.
 //
 // Powers of a base b (ω, ω^-1, the coset generator g, g^-1) come from two tables,
-// b^e = lo[e mod 2^split] · hi[e >> split], instead of an n-entry table per base (hi has at
-// most 2^21 entries, lo the rest: up to 2^21 elements split is 0 and lo is [1]).
+// b^e = lo[e mod 2^split] · hi[e >> split], instead of an n-entry table per base (hi holds
+// up to HIGH_TABLE_BITS of the exponent, src/ntt/tables.rs; below that size split is 0 and
+// lo is [1]).
 
 struct NttParams {
     n: u32,

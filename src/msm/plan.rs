@@ -216,7 +216,8 @@ pub struct MsmPlan {
 /// at 2^27 (7 chunks), G2's at 2^22 2.3 ms less (BENCHMARKS.md, "Session 22").
 pub const FULL_LEVEL_THREADS: u64 = 1 << 16;
 /// Entries a thread takes on the levels past [`FULL_LEVEL_THREADS`]: each level shrinks its
-/// list fourfold for 8 additions in a chain (2 a halving, where 64 took 12.8).
+/// list fourfold for 8 additions in a chain (4 a halving, where 64 entries took 12.8 and 32
+/// took 8).
 pub const TAIL_SEGMENT: u32 = 8;
 
 /// Points per chunk that fit `limit` bytes in every per-chunk buffer: scalars (32 bytes a
