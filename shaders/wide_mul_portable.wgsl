@@ -1,5 +1,5 @@
-// Wide multiply without optional features (runs on GL, WebGPU and every Vulkan driver):
-// the 64-bit product is assembled from four 16x16-bit products.
+// Wide multiply and carry chains without optional features (runs on GL, WebGPU and every
+// Vulkan driver): the 64-bit product is assembled from four 16x16-bit products.
 
 // acc + a*b + carry as (low word, high word); it cannot overflow 64 bits.
 fn mac(acc: u32, a: u32, b: u32, carry: u32) -> vec2<u32> {
@@ -18,4 +18,18 @@ fn mac(acc: u32, a: u32, b: u32, carry: u32) -> vec2<u32> {
     lo += carry;
     hi += select(0u, 1u, lo < carry);
     return vec2<u32>(lo, hi);
+}
+
+// a + b + carry (carry is 0 or 1): (sum, carry out).
+fn adc(a: u32, b: u32, carry: u32) -> vec2<u32> {
+    let s = a + b;
+    let r = s + carry;
+    return vec2<u32>(r, select(0u, 1u, s < a) | select(0u, 1u, r < s));
+}
+
+// a - b - borrow (borrow is 0 or 1): (difference, borrow out).
+fn sbb(a: u32, b: u32, borrow: u32) -> vec2<u32> {
+    let d = a - b;
+    let r = d - borrow;
+    return vec2<u32>(r, select(0u, 1u, a < b) | select(0u, 1u, d < borrow));
 }

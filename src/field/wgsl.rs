@@ -1,6 +1,5 @@
 //! The WGSL of the fields, which the programs computing on them include.
 
-use crate::gpu::program::LIMBS_WGSL;
 use crate::gpu::WideMul;
 
 const FQ: &str = include_str!("../../shaders/gen/fq.wgsl");
@@ -46,10 +45,10 @@ pub fn fr(wide: WideMul) -> [&'static str; 2] {
     }
 }
 
-/// What code over Fr includes: limb carries, the wide multiply, Fr.
+/// What code over Fr includes: the wide multiply and carry chains, Fr.
 pub fn with_fr(wide: WideMul) -> Vec<&'static str> {
     let [fr, fr_mul] = fr(wide);
-    vec![LIMBS_WGSL, wide.source(), fr, fr_mul]
+    vec![wide.source(), fr, fr_mul]
 }
 
 /// What code over Fq and Fr includes: [`with_fr`] and Fq.

@@ -8,7 +8,8 @@
 use std::fmt;
 use std::hash::Hash;
 
-/// The two implementations of the 32x32 -> 64 bit multiply-accumulate all field code uses.
+/// The two implementations of the 32x32 -> 64 bit multiply-accumulate and the carry chains
+/// all field code uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WideMul {
     /// 16-bit halves and u32 arithmetic only: runs on every backend, GL included.
@@ -24,7 +25,8 @@ impl WideMul {
         self == WideMul::Int64
     }
 
-    /// The WGSL of `mac`, the multiply-accumulate.
+    /// The WGSL of `mac`, the multiply-accumulate, and `adc` / `sbb`, the carry and borrow
+    /// chains over u32 limbs.
     pub fn source(self) -> &'static str {
         match self {
             WideMul::Portable => include_str!("../../shaders/wide_mul_portable.wgsl"),
@@ -42,8 +44,6 @@ impl fmt::Display for WideMul {
     }
 }
 
-/// Carry and borrow chains over u32 limbs (`adc`, `sbb`), under all field code.
-pub const LIMBS_WGSL: &str = include_str!("../../shaders/limbs.wgsl");
 /// `thread_index` for kernels of 64 invocations dispatched over x and y (`workgroup_grid`).
 pub const DISPATCH_WGSL: &str = include_str!("../../shaders/dispatch.wgsl");
 

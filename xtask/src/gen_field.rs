@@ -186,7 +186,7 @@ pub fn generate(spec: &FieldSpec) -> String {
     );
     emit!(
         w,
-        "// Needs limbs.wgsl (adc, sbb) and one of the field's multiplication files ({}_mul_*.wgsl).\n",
+        "// Needs a wide-multiply file (wide_mul_*.wgsl: adc, sbb) and one of the field's\n// multiplication files ({}_mul_*.wgsl).\n",
         f
     );
     emit!(w, "alias {t} = array<u32, {n}>;\n");
