@@ -45,7 +45,8 @@ impl DomainTables {
         let inverse = |x: Scalar| Option::<Scalar>::from(x.invert()).expect("nonzero");
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let bases = [omega, inverse(omega), g, inverse(g)];
-        let split = log_n - high_bits_within(log_n, high_bits, binding_limit);
+        let high = high_bits_within(log_n, high_bits, binding_limit);
+        let split = log_n - high;
         let (lo_len, hi_len) = (1usize << split, 1usize << (log_n - split));
         // In blocks, each from its own power, on every core: 2^21 products a base in series
         // would hold up the first transform of a size.
@@ -60,16 +61,21 @@ impl DomainTables {
                 })
                 .collect()
         };
-        let mut table = Vec::with_capacity(4 * (lo_len + hi_len) + 1);
+        let mut table = Vec::with_capacity(table_len(log_n, high));
         for b in bases {
             table.extend(powers(b, lo_len));
             table.extend(powers(b.pow_vartime([lo_len as u64]), hi_len));
         }
-        let minv = table.len() as u32;
-        table.push(inverse(Scalar::from(1u64 << log_n)));
-        let h_factor = table.len() as u32;
         let n = Scalar::from(1u64 << log_n);
+        let minv = table.len() as u32;
+        table.push(inverse(n));
+        let h_factor = table.len() as u32;
         table.push(inverse(n * (g.pow_vartime([1u64 << log_n]) - Scalar::ONE)));
+        debug_assert_eq!(
+            table.len(),
+            table_len(log_n, high),
+            "table_bytes counts these"
+        );
         Ok(DomainTables {
             buffer: gpu.storage_buffer("ntt power tables", Scalar::as_bytes(&table))?,
             split,
@@ -80,11 +86,15 @@ impl DomainTables {
     }
 }
 
-/// Bytes of the tables of 2^log_n whose high parts hold 2^high entries (high <= log_n): four
-/// bases' low and high parts, then the two factors.
+/// Entries of the tables of 2^log_n whose high parts hold 2^high entries (high <= log_n):
+/// four bases' low and high parts, then the two factors.
+fn table_len(log_n: u32, high: u32) -> usize {
+    4 * ((1usize << high) + (1usize << (log_n - high))) + 2
+}
+
+/// Bytes of [`table_len`] entries.
 pub(super) fn table_bytes(log_n: u32, high: u32) -> u64 {
-    let parts = (1u64 << high) + (1u64 << (log_n - high));
-    (4 * parts + 2) * std::mem::size_of::<Scalar>() as u64
+    (table_len(log_n, high) * std::mem::size_of::<Scalar>()) as u64
 }
 
 /// The most high bits, up to `wanted`, whose tables of 2^log_n fit `limit` bytes (`wanted`,
