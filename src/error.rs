@@ -15,6 +15,14 @@ pub enum Error {
     )]
     NoAdapter { selection: String },
 
+    /// Fewer adapters matched the selection than were asked for.
+    #[error("{asked} GPUs asked for, but the selection ({selection}) has {found} adapter(s)")]
+    TooFewAdapters {
+        asked: usize,
+        found: usize,
+        selection: String,
+    },
+
     /// An environment variable or option names something that does not exist.
     #[error("invalid {name}={value:?}: {expected}")]
     InvalidSetting {
@@ -158,6 +166,20 @@ pub enum Error {
     #[error("the prover's parameters failed to load: {0}")]
     ParamsLoad(String),
 
+    /// A file that cannot be read or written.
+    #[error("cannot {action} {path}: {source}")]
+    File {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Outputs that cannot be written as named (two names for one file, a folder where a
+    /// file should be): refused before any work.
+    #[error("{0}")]
+    Output(String),
+
     /// The batch was cancelled by its caller ([`crate::groth16::CancelToken`]).
     #[error("cancelled by its caller before the batch finished")]
     Cancelled,
@@ -170,8 +192,24 @@ impl Error {
     pub fn is_gpu_failure(&self) -> bool {
         !matches!(
             self,
-            Error::InvalidInput(_) | Error::Internal(_) | Error::Cancelled
+            Error::InvalidInput(_)
+                | Error::Internal(_)
+                | Error::Cancelled
+                | Error::File { .. }
+                | Error::Output(_)
         )
+    }
+
+    pub(crate) fn file(
+        action: &'static str,
+        path: &std::path::Path,
+        source: std::io::Error,
+    ) -> Self {
+        Error::File {
+            action,
+            path: path.display().to_string(),
+            source,
+        }
     }
 
     pub(crate) fn device(context: impl fmt::Display, err: impl fmt::Display) -> Self {

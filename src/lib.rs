@@ -9,15 +9,17 @@
 //! H polynomial needs, equal to bellperson's; [`sparse`] the products of recorded
 //! constraint matrices with a witness, which feed it; [`groth16`] synthesizes bellperson circuits,
 //! reads `.params` files and proves with them through one engine seam (GPU or CPU);
-//! [`timeline`] records what ran where, for traces; [`cli`] is the command line, whose
-//! output and file handling other binaries of the workspace share.
+//! [`timeline`] records what ran where, for traces; [`files`] writes files whole or not at
+//! all; [`host`] says what memory the machine has left. The command line is a crate of its
+//! own (`wgpu-groth16-cli`), so that a library user links no argument parser.
 
-pub mod cli;
 pub mod curve;
 pub mod error;
 pub mod field;
+pub mod files;
 pub mod gpu;
 pub mod groth16;
+pub mod host;
 pub mod msm;
 pub mod ntt;
 pub mod sparse;

@@ -21,7 +21,7 @@ use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, MatricesKey, Origin
 use wgpu_groth16::groth16::{Prover, ProverEngine};
 use wgpu_groth16::Error;
 
-use common::cli::scratch;
+use common::scratch;
 
 /// An input allocated after a constraint over aux variables (as Filecoin's `inputize`), and
 /// a coefficient other than ±1.

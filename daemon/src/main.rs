@@ -6,13 +6,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use wgpu_groth16::cli::prove::open_engine;
-use wgpu_groth16::cli::DeviceArgs;
-use wgpu_groth16::gpu::context::select_adapters;
-use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
-use wgpu_groth16::groth16::engine::gpu_disabled_by_env;
-use wgpu_groth16::groth16::ProverEngine;
-use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::groth16::{Backend, ProverConfig, ProverEngine};
+use wgpu_groth16_cli::DeviceArgs;
 use wgpu_groth16_daemon::backend::FilecoinBackend;
 use wgpu_groth16_daemon::pb::{Priority, ProofKind, SubmitProofRequest};
 
@@ -100,32 +95,6 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
-/// `gpus` engines on the selection's best adapters; one engine (the CPU where no GPU is
-/// usable) when there is at most one to open.
-fn open_engines(selector: &AdapterSelector, gpus: usize) -> Result<Vec<Arc<ProverEngine>>, String> {
-    let adapters = match select_adapters(selector) {
-        Ok(adapters) if gpus > 1 && !gpu_disabled_by_env() => adapters,
-        _ => return Ok(vec![open_engine(selector, None).map_err(|e| e.to_string())?]),
-    };
-    if adapters.len() < gpus {
-        return Err(format!(
-            "--gpus {gpus} but the selection ({selector}) has {} adapter(s)",
-            adapters.len()
-        ));
-    }
-    adapters
-        .into_iter()
-        .take(gpus)
-        .map(|adapter| {
-            let gpu = GpuContext::from_adapter(adapter).map_err(|e| e.to_string())?;
-            let engine =
-                ProverEngine::on_device(gpu, MsmConfig::default()).map_err(|e| e.to_string())?;
-            log::info!("lane on {}", engine.describe());
-            Ok(Arc::new(engine))
-        })
-        .collect()
-}
-
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
@@ -181,7 +150,11 @@ fn serve(
     lanes: Lanes,
 ) -> Result<ExitCode, String> {
     let selector = device.selector().map_err(|e| e.to_string())?;
-    let engines = open_engines(&selector, lanes.gpus)?;
+    let config = ProverConfig {
+        backend: Backend::gpu_unless_disabled(selector),
+        ..Default::default()
+    };
+    let engines = ProverEngine::open_best(&config, lanes.gpus).map_err(|e| e.to_string())?;
     for engine in &engines {
         engine.set_cpu_fallback(lanes.cpu_fallback);
     }

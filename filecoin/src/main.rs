@@ -7,7 +7,7 @@ mod tools;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use wgpu_groth16::cli::{self, output, DeviceArgs};
+use wgpu_groth16_cli::{self as cli, output, DeviceArgs};
 
 #[derive(Parser)]
 #[command(

@@ -6,7 +6,6 @@
 use crate::error::{Error, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct PipelineCacheFile {
     pub cache: wgpu::PipelineCache,
@@ -49,24 +48,13 @@ impl PipelineCacheFile {
         Ok(Some(PipelineCacheFile { cache, path }))
     }
 
-    /// Writes the cache's current contents, atomically (a reader never sees half a file),
-    /// through a temporary of this process's own, so that two processes saving at once
-    /// cannot interleave their bytes in one file.
+    /// Writes the cache's current contents whole ([`crate::files`]): a reader never sees
+    /// half a file, and two processes saving at once cannot interleave their bytes.
     pub fn save(&self) -> Result<()> {
         let Some(data) = self.cache.get_data() else {
             return Ok(());
         };
-        static SAVES: AtomicU64 = AtomicU64::new(0);
-        let tmp = self.path.with_extension(format!(
-            "{}.{}.tmp",
-            std::process::id(),
-            SAVES.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = std::fs::write(&tmp, &data).and_then(|()| std::fs::rename(&tmp, &self.path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written.map_err(|e| Error::device(format!("writing {}", self.path.display()), e))
+        crate::files::write_whole("the pipeline cache", &self.path, |w| w.write_all(&data))
     }
 }
 

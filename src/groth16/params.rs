@@ -18,7 +18,7 @@
 //! ([`Error::ParamsFormat`]), as they mean a file that is not what it claims to be.
 
 use std::fmt;
-use std::fs::{File, FileType, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
@@ -38,6 +38,7 @@ use super::circuits::SizeBounds;
 use super::synthesis::Shape;
 use crate::curve::{sample_bases, G1, G2};
 use crate::error::{Error, Result};
+use crate::files::file_kind;
 
 /// How far points of `h`, `l`, `a`, `b_g1` and `b_g2` are checked (the verifying key is
 /// always checked fully, as bellperson does).
@@ -415,35 +416,6 @@ fn open_regular(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// "a directory", "a FIFO": what a path that is not a regular file is.
-pub fn file_kind(kind: &FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO";
-        }
-        if kind.is_char_device() {
-            return "a character device";
-        }
-        if kind.is_block_device() {
-            return "a block device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_file() {
-        "a regular file"
-    } else {
-        "a special file"
-    }
-}
-
 /// A `.params` file cut into its parts, every count checked against the length.
 struct Sections<'a> {
     alpha_g1: &'a [u8],
@@ -782,13 +754,11 @@ impl CheckRecords {
         let (Some(dir), Some(path)) = (&self.dir, self.path(digest)) else {
             return;
         };
-        let temporary = dir.join(format!(".{}.{}.tmp", digest.to_hex(), std::process::id()));
         let written = std::fs::create_dir_all(dir)
-            .and_then(|()| File::create(&temporary))
-            .and_then(|_| std::fs::rename(&temporary, &path));
+            .map_err(|e| Error::file("create", dir, e))
+            .and_then(|()| crate::files::write_whole("a check record", &path, |_| Ok(())));
         if let Err(e) = written {
-            let _ = std::fs::remove_file(&temporary);
-            log::warn!("cannot record checked parameters in {}: {e}", dir.display());
+            log::warn!("cannot record checked parameters: {e}");
         }
     }
 }

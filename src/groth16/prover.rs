@@ -344,7 +344,7 @@ impl Prover {
     pub fn host_budget(&self) -> Option<u64> {
         match self.host_budget {
             HostBudget::Fixed(bytes) => bytes,
-            HostBudget::Available => match crate::cli::memory::available() {
+            HostBudget::Available => match crate::host::available_memory() {
                 Some(available) => Some(available / AVAILABLE_MEMORY_SHARE),
                 None => {
                     log::info!(

@@ -88,7 +88,7 @@ pub struct StagePasses {
 }
 
 /// The passes after a transform's first workgroup-memory pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LaterPasses {
     /// More workgroup-memory passes of as many stages (their blocks strided).
     Local,
@@ -100,6 +100,23 @@ pub enum LaterPasses {
     /// Three stages a pass in registers, eight elements an invocation; one stage a pass for
     /// the last one or two.
     Radix8,
+}
+
+impl std::str::FromStr for LaterPasses {
+    type Err = String;
+
+    /// `local`, `single`, `radix4` or `radix8`.
+    fn from_str(name: &str) -> std::result::Result<Self, String> {
+        match name {
+            "local" => Ok(LaterPasses::Local),
+            "single" => Ok(LaterPasses::Single),
+            "radix4" => Ok(LaterPasses::Radix4),
+            "radix8" => Ok(LaterPasses::Radix8),
+            other => Err(format!(
+                "{other:?}: expected local, single, radix4 or radix8"
+            )),
+        }
+    }
 }
 
 impl std::fmt::Display for StagePasses {

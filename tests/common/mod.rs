@@ -6,8 +6,6 @@
 
 #![allow(dead_code)] // each test binary uses its own part of this module
 
-pub mod cli;
-
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use wgpu_groth16::field::ops::FieldKernels;
@@ -196,4 +194,14 @@ pub fn proof_bytes(proof: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8>
     let mut out = Vec::new();
     proof.write(&mut out).expect("writing to memory");
     out
+}
+
+/// A fresh folder for one test under Cargo's scratch space for integration tests.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(env!("CARGO_CRATE_NAME"))
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }

@@ -22,6 +22,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use super::precompiled::ConstraintMatrices;
 use super::synthesis::ProvingAssignment;
 use crate::curve::{GpuCurve, G1, G2};
+use crate::gpu::context::select_adapters;
 use crate::gpu::waits::{self, Stage, StageMark};
 use crate::gpu::{AdapterSelector, GpuContext};
 use crate::msm::{MsmConfig, ResidentBases};
@@ -241,6 +242,37 @@ impl ProverEngine {
             }
             Backend::Auto => Ok(Arc::new(Self::auto(config))),
         }
+    }
+
+    /// Engines on the best `count` adapters of the selection `config.backend` names, each
+    /// with `config`'s MSM settings and VRAM budget: one batch spread over several GPUs.
+    /// `Backend::Cpu`, or `Backend::Auto` with `BELLMAN_NO_GPU` set or `count` at most 1, is
+    /// one engine as [`open`](Self::open) opens it. Fewer matching adapters than `count` is
+    /// [`Error::TooFewAdapters`].
+    pub fn open_best(config: &ProverConfig, count: usize) -> Result<Vec<Arc<Self>>> {
+        let selector = match &config.backend {
+            Backend::Gpu(selector) => selector.clone(),
+            Backend::Auto if count > 1 && !gpu_disabled_by_env() => AdapterSelector::default(),
+            Backend::Cpu | Backend::Auto => return Ok(vec![Self::open(config)?]),
+        };
+        let adapters = select_adapters(&selector)?;
+        if adapters.len() < count {
+            return Err(Error::TooFewAdapters {
+                asked: count,
+                found: adapters.len(),
+                selection: selector.to_string(),
+            });
+        }
+        adapters
+            .into_iter()
+            .take(count.max(1))
+            .map(|adapter| {
+                let gpu = GpuContext::from_adapter(adapter)?;
+                let engine = Self::on_device_within(gpu, config.msm.clone(), config.vram_budget)?;
+                log::info!("engine on {}", engine.describe());
+                Ok(Arc::new(engine))
+            })
+            .collect()
     }
 
     /// The process's engine for `Backend::Auto` and default settings, opened on first use:

@@ -26,10 +26,9 @@
 //! from the header and is checked against the file's size before anything is allocated.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Read, Write};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bellperson::groth16::VerifyingKey;
@@ -125,56 +124,26 @@ impl fmt::Display for Origin {
 }
 
 impl ConstraintMatrices {
-    /// Writes the matrices for `key` to `path`, whole or not at all: into a temporary file
-    /// beside it, synced, then renamed over `path`. On failure the temporary file is removed
-    /// and a file already at `path` is left as it was. The parent folder must exist.
+    /// Writes the matrices for `key` to `path`, whole or not at all ([`crate::files`]): a
+    /// failure leaves a file already at `path` as it was. The parent folder must exist.
     pub fn write_to(&self, path: &Path, key: &MatricesKey) -> Result<()> {
         let start = Instant::now();
-        let failed = |reason: String| Error::MatricesFile {
+        crate::files::write_whole("constraint matrices", path, |out| {
+            let mut sink = Sink {
+                out,
+                hasher: blake3::Hasher::new(),
+            };
+            self.encode(&mut sink, key)?;
+            let digest = sink.hasher.finalize();
+            sink.out.write_all(digest.as_bytes())
+        })
+        .map_err(|e| Error::MatricesFile {
             path: path.display().to_string(),
-            reason,
-        };
-        let (dir, name) = match (path.parent(), path.file_name()) {
-            (Some(dir), Some(name)) => (dir, name.to_string_lossy()),
-            _ => return Err(failed("not a file path".into())),
-        };
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let mut temporary = Temporary {
-            path: dir.join(format!(
-                ".{name}.{}.{}.tmp",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            )),
-            renamed: false,
-        };
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary.path)
-            .map_err(|e| failed(format!("cannot create {}: {e}", temporary.path.display())))?;
-        let mut sink = Sink {
-            out: BufWriter::with_capacity(CHUNK, file),
-            hasher: blake3::Hasher::new(),
-        };
-        self.encode(&mut sink, key)
-            .and_then(|()| {
-                let digest = sink.hasher.finalize();
-                sink.out.write_all(digest.as_bytes())?;
-                let file = sink.out.into_inner().map_err(|e| e.into_error())?;
-                file.sync_all()
-            })
-            .map_err(|e| failed(format!("cannot write {}: {e}", temporary.path.display())))?;
-        fs::rename(&temporary.path, path).map_err(|e| {
-            failed(format!(
-                "cannot rename {} over it: {e}",
-                temporary.path.display()
-            ))
+            reason: match e {
+                Error::File { source, .. } => format!("cannot write it: {source}"),
+                other => other.to_string(),
+            },
         })?;
-        temporary.renamed = true;
-        // Makes the rename durable (best effort: not every file system syncs folders).
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
         log::info!(
             "wrote constraint matrices ({:.1} MiB) to {} in {:.2?}",
             self.bytes() as f64 / (1u64 << 20) as f64,
@@ -184,7 +153,7 @@ impl ConstraintMatrices {
         Ok(())
     }
 
-    fn encode(&self, sink: &mut Sink, key: &MatricesKey) -> io::Result<()> {
+    fn encode(&self, sink: &mut Sink<'_>, key: &MatricesKey) -> io::Result<()> {
         let identity = identity_bytes(&key.circuit);
         let header = Header {
             key: key.digest,
@@ -384,27 +353,13 @@ impl ConstraintMatrices {
     }
 }
 
-/// A file being written beside its target, removed when dropped unless renamed over it.
-struct Temporary {
-    path: PathBuf,
-    renamed: bool,
-}
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        if !self.renamed {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
-}
-
 /// The file being written, and the digest of what went into it.
-struct Sink {
-    out: BufWriter<File>,
+struct Sink<'a> {
+    out: &'a mut dyn Write,
     hasher: blake3::Hasher,
 }
 
-impl Sink {
+impl Sink<'_> {
     fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.hasher.update(bytes);
         self.out.write_all(bytes)

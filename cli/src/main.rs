@@ -2,9 +2,7 @@
 
 use std::process::ExitCode;
 
-use wgpu_groth16::cli;
-
 fn main() -> ExitCode {
-    cli::start_process();
-    cli::run()
+    wgpu_groth16_cli::start_process();
+    wgpu_groth16_cli::run()
 }

@@ -9,7 +9,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::cli::*;
-use common::Target;
 use serde_json::Value;
 
 #[test]
@@ -57,7 +56,7 @@ fn verify_with_a_wrong_input_exits_1_and_says_invalid() {
 #[test]
 fn prove_on_the_gpu_gives_json_and_a_proof_that_verifies() {
     // Skips without an adapter, fails under CI=true.
-    if common::gpu(Target::Native).is_none() {
+    if common::native_adapter().is_none() {
         return;
     }
     let dir = scratch("gpu");
@@ -97,7 +96,7 @@ fn prove_on_the_gpu_gives_json_and_a_proof_that_verifies() {
 
 #[test]
 fn proving_on_a_software_adapter_says_so_in_one_line_and_names_the_faster_option() {
-    let Some(gpu) = common::gpu(Target::Native) else {
+    let Some(adapter) = common::native_adapter() else {
         return;
     };
     let dir = scratch("software_note");
@@ -110,7 +109,7 @@ fn proving_on_a_software_adapter_says_so_in_one_line_and_names_the_faster_option
             .filter(|l| l.starts_with("note: "))
             .map(String::from)
             .collect();
-        if gpu.info.device_type != wgpu::DeviceType::Cpu && backend == "vulkan" {
+        if adapter.device_type != wgpu::DeviceType::Cpu && backend == "vulkan" {
             assert!(
                 notes.is_empty(),
                 "a hardware adapter needs no note: {notes:?}"
@@ -130,7 +129,7 @@ fn proving_on_a_software_adapter_says_so_in_one_line_and_names_the_faster_option
 
 #[test]
 fn demo_and_compare_agree_with_the_cpu_and_share_cached_parameters() {
-    if common::gpu(Target::Native).is_none() {
+    if common::native_adapter().is_none() {
         return;
     }
     let cache = scratch("cache");
@@ -294,7 +293,7 @@ fn an_adapter_that_does_not_exist_is_a_one_line_error() {
 
 #[test]
 fn a_vram_budget_too_small_for_the_proof_is_a_one_line_error() {
-    if common::gpu(Target::Native).is_none() {
+    if common::native_adapter().is_none() {
         return;
     }
     let dir = scratch("vram_budget");

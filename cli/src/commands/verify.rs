@@ -7,13 +7,13 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::Error;
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar};
+use wgpu_groth16::Error;
 
-use super::memory;
-use super::output::Output;
-use super::{CliError, CliResult};
+use crate::memory;
+use crate::output::Output;
+use crate::{CliError, CliResult};
 
 pub fn run(vk: &Path, proof: &Path, inputs: &str, out: &mut Output) -> CliResult<ExitCode> {
     let vk = read_verifying_key(vk)?;
@@ -228,7 +228,7 @@ fn parse_scalar(word: &str) -> Result<Scalar, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::prove::inputs_hex;
+    use crate::commands::prove::inputs_hex;
 
     #[test]
     fn inputs_round_trip_through_hex_and_non_canonical_values_are_refused() {

@@ -1,9 +1,9 @@
 //! `wgpu-groth16 info`: every adapter, its limits and features.
 
-use crate::gpu::context::{enumerate_adapters, has_compute, select_adapter, Capabilities};
-use crate::gpu::AdapterSelector;
-use crate::Result;
 use std::process::ExitCode;
+use wgpu_groth16::gpu::context::{enumerate_adapters, has_compute, select_adapter, Capabilities};
+use wgpu_groth16::gpu::AdapterSelector;
+use wgpu_groth16::Result;
 
 fn mib(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)

@@ -1,15 +1,15 @@
 //! `wgpu-groth16 bench ...`: measurements, printed as tables for BENCHMARKS.md.
 
-use crate::curve::{sample_bases, GpuCurve};
-use crate::field::bench::{run as run_field_bench, FieldBenchConfig};
-use crate::field::samples::sample_scalars;
-use crate::gpu::{AdapterSelector, GpuContext, WideMul};
-use crate::msm::{msm_cpu, MsmConfig, MsmKernels};
-use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp, StagePasses};
-use crate::{Error, Result};
 use blstrs::Scalar;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use wgpu_groth16::curve::{sample_bases, GpuCurve};
+use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
+use wgpu_groth16::field::samples::sample_scalars;
+use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
+use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
+use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp, StagePasses};
+use wgpu_groth16::{Error, Result};
 
 fn rate(x: f64) -> String {
     if x >= 1e9 {
@@ -25,7 +25,7 @@ pub fn field(selector: &AdapterSelector, threads: Option<u32>) -> Result<ExitCod
     if let Some(t) = threads {
         config.threads = t;
     }
-    println!("{}", super::adapter_line(&gpu));
+    println!("{}", crate::adapter_line(&gpu));
     println!(
         "threads per dispatch: {}, best of {}",
         config.threads, config.repetitions
@@ -99,7 +99,7 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
     let kernels = MsmKernels::<C>::new(&gpu, wide, options.config.clone())?;
     println!(
         "{}; {} MSM, {wide} path; pipelines built in {} (driver compile {}); CPU: blstrs on {} threads",
-        super::adapter_line(&gpu),
+        crate::adapter_line(&gpu),
         C::NAME,
         ms(start.elapsed()),
         ms(kernels.compile_time()),
@@ -218,7 +218,7 @@ pub fn ntt(
     }
     println!(
         "{}; NTT, {wide} path, stage passes: {}; pipelines built in {}; CPU: bellperson on {} threads",
-        super::adapter_line(&gpu),
+        crate::adapter_line(&gpu),
         log_ns
             .iter()
             .map(|&l| format!("{} at 2^{l}", kernels.stage_passes(l)))
@@ -339,7 +339,7 @@ fn print_ntt_row(
 /// replaced.
 pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<ExitCode> {
     let gpu = GpuContext::new(selector)?;
-    println!("{}", super::adapter_line(&gpu));
+    println!("{}", crate::adapter_line(&gpu));
     let best_column = format!("best of {runs}");
     println!(
         "{}",

@@ -5,26 +5,24 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::gpu::context::select_adapters;
-use crate::gpu::{AdapterSelector, GpuContext};
-use crate::groth16::batch::{prove_batch_across, prove_batch_precompiled_across};
-use crate::groth16::circuits::FilecoinLike;
-use crate::groth16::precompiled::ConstraintMatrices;
-use crate::groth16::{CancelToken, ProverEngine, Step};
-use crate::groth16::{ProveReport, Prover, ProvingParameters};
-use crate::msm::MsmConfig;
-use crate::timeline::Timeline;
-use crate::Result;
 use bellperson::groth16::create_proof;
 use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+use wgpu_groth16::gpu::AdapterSelector;
+use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_precompiled_across};
+use wgpu_groth16::groth16::circuits::FilecoinLike;
+use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+use wgpu_groth16::groth16::{CancelToken, Step};
+use wgpu_groth16::groth16::{ProveReport, Prover, ProvingParameters};
+use wgpu_groth16::timeline::Timeline;
+use wgpu_groth16::Result;
 
 use super::bench::{ms, table_header};
-use super::output::OutputPlan;
 use super::prove::proof_bytes;
-use super::{CliError, CliResult};
+use crate::output::OutputPlan;
+use crate::CliResult;
 
 /// How a benchmark's circuits are synthesized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -66,24 +64,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         .as_deref()
         .map(|path| plan.output("--trace", path));
     let mut files = plan.reserve()?;
-    let adapters = select_adapters(selector)?;
-    if adapters.len() < options.gpus {
-        return Err(CliError::Invalid(format!(
-            "--gpus {} but the selection ({selector}) has {} adapter(s)",
-            options.gpus,
-            adapters.len()
-        )));
-    }
-    let engines = adapters
-        .into_iter()
-        .take(options.gpus.max(1))
-        .map(|adapter| {
-            Ok(Arc::new(ProverEngine::on_device(
-                GpuContext::from_adapter(adapter)?,
-                MsmConfig::default(),
-            )?))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let engines = crate::open_engines(selector, options.gpus.max(1), None)?;
     println!(
         "engines: {} (pipelines built in {}); CPU: bellperson on {} threads; times per proof",
         engines
@@ -193,7 +174,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                     let t = Instant::now();
                     let expected =
                         create_proof(circuits[0].clone(), &params.to_bellperson(), rs[0], ss[0])
-                            .map_err(crate::Error::Synthesis)?;
+                            .map_err(wgpu_groth16::Error::Synthesis)?;
                     (
                         Some(t.elapsed()),
                         Some(proof_bytes(&expected) == proof_bytes(&proofs[0])),

@@ -6,25 +6,25 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::curve::{sample_bases, G1, G2};
-use crate::field::samples::sample_scalars;
-use crate::gpu::context::{enumerate_adapters, has_compute};
-use crate::gpu::{AdapterSelector, GpuContext};
-use crate::groth16::engine::{CpuEngine, Engine};
-use crate::groth16::{ProverEngine, ProvingParameters};
-use crate::msm::MsmConfig;
-use crate::ntt::NttOp;
-use crate::{Error, Result};
 use blstrs::{G1Affine, G2Affine, Scalar};
 use ff::Field;
 use group::Curve;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+use wgpu_groth16::curve::{sample_bases, G1, G2};
+use wgpu_groth16::field::samples::sample_scalars;
+use wgpu_groth16::gpu::context::{enumerate_adapters, has_compute};
+use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
+use wgpu_groth16::groth16::engine::{CpuEngine, Engine};
+use wgpu_groth16::groth16::{ProverEngine, ProvingParameters};
+use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::ntt::NttOp;
+use wgpu_groth16::{Error, Result};
 
-use super::output::{one_line, stage, Cell, Output, Table};
 use super::prove::{proof_bytes, prove_on};
 use super::setup::{self, BuiltIn, CircuitArgs};
-use super::CliResult;
+use crate::output::{one_line, stage, Cell, Output, Table};
+use crate::CliResult;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Kernel {

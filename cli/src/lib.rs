@@ -1,29 +1,30 @@
-//! Argument parsing and the commands. The library logs; this module owns what the user sees.
+//! The command line of wgpu-groth16, and what its sibling binaries (the Filecoin tools, the
+//! daemon) share with it: device options, output as text or JSON, one-line errors, the
+//! process's start. The library logs; this crate owns what the user sees.
+//!
+//! [`commands`] holds `wgpu-groth16`'s commands; [`output`] prints lines, tables and
+//! spinners; [`memory`] refuses jobs larger than the machine; [`signals`] removes
+//! temporaries when a signal ends the process.
 
-mod bench;
-mod bench_prove;
-mod bench_synthesis;
-mod compare;
-mod demo;
-mod info;
+mod commands;
 pub mod memory;
 pub mod output;
-pub mod prove;
-mod setup;
-mod verify;
+pub mod signals;
 
-use crate::curve::{G1, G2};
-use crate::gpu::context::{parse_backends, parse_power};
-use crate::gpu::AdapterSelector;
-use crate::msm::MsmConfig;
-use crate::ntt::{LaterPasses, StagePasses};
-use crate::{Error, Result};
 use clap::{Parser, Subcommand};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use wgpu_groth16::curve::{G1, G2};
+use wgpu_groth16::gpu::context::{parse_backends, parse_power};
+use wgpu_groth16::gpu::AdapterSelector;
+use wgpu_groth16::groth16::{Backend, ProverConfig, ProverEngine};
+use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::ntt::{LaterPasses, StagePasses};
+use wgpu_groth16::{Error, Result};
 
-pub use output::remove_temporaries_on_signals;
+use commands::{bench, bench_prove, bench_synthesis, compare, demo, info, prove, setup, verify};
 
 #[derive(Parser)]
 #[command(
@@ -231,7 +232,7 @@ enum BenchCommand {
 }
 
 /// "adapter: NAME (BACKEND) (driver ...)", the first line of every command that opens one.
-fn adapter_line(gpu: &crate::gpu::GpuContext) -> String {
+fn adapter_line(gpu: &wgpu_groth16::gpu::GpuContext) -> String {
     format!(
         "adapter: {} (driver {} {})",
         gpu.describe(),
@@ -242,7 +243,7 @@ fn adapter_line(gpu: &crate::gpu::GpuContext) -> String {
 
 /// One line for `demo` and `prove` when the adapter is a software one (it runs on the CPU),
 /// naming what is faster.
-pub fn software_adapter_note(gpu: &crate::gpu::GpuContext) -> Option<String> {
+pub fn software_adapter_note(gpu: &wgpu_groth16::gpu::GpuContext) -> Option<String> {
     if gpu.info.device_type != wgpu::DeviceType::Cpu {
         return None;
     }
@@ -318,12 +319,52 @@ impl DeviceArgs {
     }
 }
 
+/// Engines on the best `gpus` adapters of `selector`, or the CPU alone when
+/// `BELLMAN_NO_GPU` is set, their pipelines built under a spinner. No adapter is an error
+/// rather than a quiet CPU fallback: the message says how to get one or opt out.
+pub fn open_engines(
+    selector: &AdapterSelector,
+    gpus: usize,
+    vram_budget: Option<u64>,
+) -> CliResult<Vec<Arc<ProverEngine>>> {
+    let config = ProverConfig {
+        backend: Backend::gpu_unless_disabled(selector.clone()),
+        vram_budget,
+        ..Default::default()
+    };
+    let (engines, _) = output::stage("building the GPU pipelines", || {
+        ProverEngine::open_best(&config, gpus)
+    });
+    Ok(engines?)
+}
+
+/// [`open_engines`] on one adapter.
+pub fn open_engine(
+    selector: &AdapterSelector,
+    vram_budget: Option<u64>,
+) -> CliResult<Arc<ProverEngine>> {
+    Ok(open_engines(selector, 1, vram_budget)?.remove(0))
+}
+
+/// `--vram-budget-mib` in bytes.
+pub fn vram_budget(mib: Option<u64>) -> CliResult<Option<u64>> {
+    mib.map(|mib| {
+        mib.checked_mul(1 << 20).ok_or_else(|| {
+            CliError::Invalid(format!(
+                "--vram-budget-mib {mib} is more bytes than a 64-bit count holds (at most {} MiB)",
+                u64::MAX >> 20
+            ))
+        })
+    })
+    .transpose()
+}
+
 /// What every binary of the workspace does first, before any thread exists: the
 /// environment for the Vulkan loader, the log (wgpu's and naga's own lines off unless
 /// RUST_LOG asks), a one-line panic message, and temporaries removed on signals.
 pub fn start_process() {
     // Before any thread exists: it may set an environment variable for the Vulkan loader.
-    crate::gpu::context::prepare_environment();
+    wgpu_groth16::gpu::context::prepare_environment();
     // wgpu's own log lines repeat, in its words, failures that reach the commands as errors
     // (`compare` on NVIDIA's GL adapter printed 16 "Shader translation error" lines before
     // the row saying the pipelines failed): off unless RUST_LOG asks for them.
@@ -346,7 +387,7 @@ pub fn start_process() {
         }));
     }
     // Before any thread starts: the signals are blocked in every thread but one.
-    if let Err(e) = remove_temporaries_on_signals() {
+    if let Err(e) = signals::remove_temporaries_on_signals() {
         log::warn!("temporary files will not be removed on SIGINT: {e}");
     }
 }

@@ -9,25 +9,25 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::field::check::check_all;
-use crate::field::ops::FieldKernels;
-use crate::gpu::{AdapterSelector, GpuContext};
-use crate::groth16::synthesis::public_inputs;
-use crate::groth16::ProverEngine;
-use crate::msm::MsmConfig;
-use crate::Error;
 use bellperson::groth16::{create_proof, prepare_verifying_key, verify_proof};
 use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde_json::json;
+use wgpu_groth16::field::check::check_all;
+use wgpu_groth16::field::ops::FieldKernels;
+use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
+use wgpu_groth16::groth16::synthesis::public_inputs;
+use wgpu_groth16::groth16::ProverEngine;
+use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::Error;
 
 use super::compare::{Kernel, KernelJobs};
-use super::output::{stage, Cell, Output};
 use super::prove::{proof_bytes, prove_on, stages};
 use super::setup::{self, CircuitArgs};
-use super::{CliError, CliResult};
+use crate::output::{stage, Cell, Output};
+use crate::{CliError, CliResult};
 
 pub struct DemoOptions {
     /// Random operand pairs per field operation, on top of the edge cases.
@@ -46,8 +46,8 @@ pub fn run(
     out: &mut Output,
 ) -> CliResult<ExitCode> {
     let gpu = GpuContext::new(selector)?;
-    out.fact("adapter", gpu.describe(), super::adapter_line(&gpu));
-    if let Some(note) = super::software_adapter_note(&gpu) {
+    out.fact("adapter", gpu.describe(), crate::adapter_line(&gpu));
+    if let Some(note) = crate::software_adapter_note(&gpu) {
         out.fact("note", note.as_str(), format!("note: {note}"));
     }
     let mut failures = Vec::new();

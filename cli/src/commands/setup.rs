@@ -6,18 +6,18 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::groth16::circuits::{FilecoinLike, Sha256Preimage, SizeBounds};
-use crate::groth16::params::user_cache_dir;
-use crate::groth16::{PointCheck, ProvingParameters};
 use bellperson::groth16::generate_random_parameters;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use rand_core::OsRng;
 use serde_json::json;
+use wgpu_groth16::groth16::circuits::{FilecoinLike, Sha256Preimage, SizeBounds};
+use wgpu_groth16::groth16::params::user_cache_dir;
+use wgpu_groth16::groth16::{PointCheck, ProvingParameters};
 
-use super::memory;
-use super::output::{stage, Output, OutputPlan};
-use super::{CliError, CliResult};
+use crate::memory;
+use crate::output::{stage, Output, OutputPlan};
+use crate::{CliError, CliResult};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum CircuitKind {
@@ -179,7 +179,7 @@ pub fn generate(circuit: &CircuitArgs) -> CliResult<(ProvingParameters, Duration
     let (params, time) = stage("generating parameters (bellperson)", || {
         generate_random_parameters::<Bls12, _, _>(blank, &mut OsRng)
     });
-    Ok((params.map_err(crate::Error::Synthesis)?.into(), time))
+    Ok((params.map_err(wgpu_groth16::Error::Synthesis)?.into(), time))
 }
 
 pub fn run(
@@ -265,11 +265,11 @@ pub fn cached(circuit: &CircuitArgs) -> CliResult<(ProvingParameters, String)> {
     let slot = plan.output("the parameter cache", &path);
     let files = std::fs::create_dir_all(&dir)
         .map_err(|source| CliError::io("create", &dir, source))
-        .and_then(|()| plan.reserve());
+        .and_then(|()| Ok(plan.reserve()?));
     let (params, time) = generate(circuit)?;
     let cached = files.and_then(|mut files| {
         files.write(slot, |w| params.write(w))?;
-        files.commit()
+        Ok(files.commit()?)
     });
     let note = match cached {
         Ok(()) => format!("generated in {time:.2?}, cached in {}", path.display()),

@@ -7,12 +7,12 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::groth16::circuits::FilecoinLike;
-use crate::groth16::precompiled::ConstraintMatrices;
-use crate::groth16::synthesis::synthesize;
-use crate::Result;
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
+use wgpu_groth16::groth16::circuits::FilecoinLike;
+use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+use wgpu_groth16::groth16::synthesis::synthesize;
+use wgpu_groth16::Result;
 
 use super::bench::{ms, table_header};
 

@@ -1,8 +1,6 @@
 //! What the commands produce: lines and tables printed as they come, or with `--json` one
-//! document printed at the end (an error too); spinners on stderr for long stages; files
-//! written whole or not at all ([`files`]).
-
-pub mod files;
+//! document printed at the end (an error too); spinners on stderr for long stages. Files
+//! are written whole or not at all through [`wgpu_groth16::files`].
 
 use std::fmt::{self, Display};
 use std::io::{self, IsTerminal};
@@ -11,7 +9,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
 
-pub use files::{remove_temporaries_on_signals, OutputPlan};
+pub use wgpu_groth16::files::OutputPlan;
 
 /// Runs `work` and times it, under a spinner saying `what` while stderr is a terminal (a log
 /// or a pipe gets no escape codes).

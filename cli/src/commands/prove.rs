@@ -6,23 +6,23 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::gpu::AdapterSelector;
-use crate::groth16::synthesis::public_inputs;
-use crate::groth16::{
-    Backend, PointCheck, ProveReport, Prover, ProverConfig, ProverEngine, ProvingParameters, Step,
-};
-use crate::timeline::Timeline;
-use crate::Error;
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Proof};
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_core::OsRng;
 use serde_json::json;
+use wgpu_groth16::gpu::AdapterSelector;
+use wgpu_groth16::groth16::synthesis::public_inputs;
+use wgpu_groth16::groth16::{
+    PointCheck, ProveReport, Prover, ProverEngine, ProvingParameters, Step,
+};
+use wgpu_groth16::timeline::Timeline;
+use wgpu_groth16::Error;
 
-use super::memory;
-use super::output::{hex, stage, Output, OutputPlan};
 use super::setup::{BuiltIn, CircuitArgs};
-use super::{CliError, CliResult};
+use crate::memory;
+use crate::output::{hex, stage, Output, OutputPlan};
+use crate::{CliError, CliResult};
 
 #[derive(clap::Args)]
 pub struct ProveOptions {
@@ -56,21 +56,6 @@ pub struct ProveOptions {
     pub trace: Option<PathBuf>,
 }
 
-/// The CPU when `BELLMAN_NO_GPU` is set, otherwise the selected adapter. No adapter is an
-/// error rather than a quiet CPU fallback: the message says how to get one or opt out.
-pub fn open_engine(
-    selector: &AdapterSelector,
-    vram_budget: Option<u64>,
-) -> CliResult<Arc<ProverEngine>> {
-    let config = ProverConfig {
-        backend: Backend::gpu_unless_disabled(selector.clone()),
-        vram_budget,
-        ..Default::default()
-    };
-    let (engine, _) = stage("building the GPU pipelines", || ProverEngine::open(&config));
-    Ok(engine?)
-}
-
 /// The steps of a proof in the order the prover runs them, with their times.
 pub fn stages(report: &ProveReport) -> Vec<(&'static str, Duration)> {
     Step::sequence()
@@ -94,7 +79,7 @@ pub fn prove_on(
     circuit: &BuiltIn,
     (r, s): (Scalar, Scalar),
     timeline: Option<Arc<Timeline>>,
-) -> crate::Result<(Proof<Bls12>, ProveReport)> {
+) -> wgpu_groth16::Result<(Proof<Bls12>, ProveReport)> {
     let mut prover = Prover::with_engine(params.clone(), engine, None)?;
     if let Some(timeline) = timeline {
         prover = prover.with_timeline(timeline);
@@ -111,25 +96,12 @@ pub fn inputs_hex(inputs: &[Scalar]) -> Vec<String> {
     inputs.iter().map(|x| hex(&x.to_bytes_le())).collect()
 }
 
-/// `--vram-budget-mib` in bytes.
-pub fn vram_budget(mib: Option<u64>) -> CliResult<Option<u64>> {
-    mib.map(|mib| {
-        mib.checked_mul(1 << 20).ok_or_else(|| {
-            CliError::Invalid(format!(
-                "--vram-budget-mib {mib} is more bytes than a 64-bit count holds (at most {} MiB)",
-                u64::MAX >> 20
-            ))
-        })
-    })
-    .transpose()
-}
-
 pub fn run(
     selector: &AdapterSelector,
     options: &ProveOptions,
     out: &mut Output,
 ) -> CliResult<ExitCode> {
-    let vram_budget = vram_budget(options.vram_budget_mib)?;
+    let vram_budget = crate::vram_budget(options.vram_budget_mib)?;
     let mut plan = OutputPlan::new();
     plan.input("--params", &options.params);
     let proof_file = plan.output("--proof", &options.proof);
@@ -185,8 +157,8 @@ pub fn run(
     let inputs = public_inputs(circuit.clone())?;
     let rs = (Scalar::random(OsRng), Scalar::random(OsRng));
     let timeline = options.trace.as_ref().map(|_| Arc::new(Timeline::new()));
-    let engine = open_engine(selector, vram_budget)?;
-    if let Some(note) = engine.device().and_then(super::software_adapter_note) {
+    let engine = crate::open_engine(selector, vram_budget)?;
+    if let Some(note) = engine.device().and_then(crate::software_adapter_note) {
         out.fact("note", note.as_str(), format!("note: {note}"));
     }
     let (proof, report) =
