@@ -151,15 +151,15 @@ pub enum Error {
     #[error("parameters do not fit the circuit: {0}")]
     ParamsMismatch(String),
 
-    /// A circuit synthesized with recorded matrices allocates or constrains otherwise than
-    /// the circuit they were recorded from.
-    #[error("the circuit's structure differs from its recorded constraint matrices: {0}")]
+    /// A circuit run against a recorded constraint system allocates or constrains otherwise
+    /// than the circuit it was recorded from.
+    #[error("the circuit's structure differs from its recorded constraint system: {0}")]
     CircuitStructure(String),
 
-    /// A constraint matrices file that cannot be written or read, or is not the one asked
-    /// for (truncated, damaged, another format version, another circuit's).
-    #[error("constraint matrices file {path}: {reason}")]
-    MatricesFile { path: String, reason: String },
+    /// A recorded constraint system's file that cannot be written or read, or is not the
+    /// one asked for (truncated, damaged, another format version, another circuit's).
+    #[error("recorded constraint system file {path}: {reason}")]
+    RecordedFile { path: String, reason: String },
 
     /// A prover's parameters failed to load on its loader thread (the first proof that
     /// waited got the error itself).

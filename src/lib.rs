@@ -6,8 +6,9 @@
 //! is the host side of the field elements the shaders compute on, with the CPU reference
 //! (blstrs) behind the same seam as the GPU kernels; [`curve`] and [`msm`] build Pippenger
 //! multi-scalar multiplication for G1 and G2 on them; [`ntt`] the transforms over Fr that the
-//! H polynomial needs, equal to bellperson's; [`sparse`] the products of recorded
-//! constraint matrices with a witness, which feed it; [`groth16`] synthesizes bellperson circuits,
+//! H polynomial needs, equal to bellperson's; [`recorded`] keeps a circuit's constraint
+//! system, recorded once, and runs witnesses against it; [`sparse`] multiplies its matrices
+//! with a witness on the GPU, which feeds the H step; [`groth16`] synthesizes bellperson circuits,
 //! reads `.params` files and proves with them through one engine seam (GPU or CPU);
 //! [`timeline`] records what ran where, for traces; [`files`] writes files whole or not at
 //! all; [`host`] says what memory the machine has left. The command line is a crate of its
@@ -22,6 +23,7 @@ pub mod groth16;
 pub mod host;
 pub mod msm;
 pub mod ntt;
+pub mod recorded;
 pub mod sparse;
 pub mod timeline;
 

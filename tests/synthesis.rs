@@ -13,8 +13,9 @@ use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint, SizeBounds,
 };
 use wgpu_groth16::groth16::synthesis::{
-    public_inputs, synthesize, synthesize_batch, Density, ProvingAssignment, Shape,
+    public_inputs, synthesize, synthesize_batch, ProvingAssignment,
 };
+use wgpu_groth16::recorded::{Density, Shape};
 use wgpu_groth16::Error;
 
 /// Keeps every allocation's value (`None` where the circuit has no witness) and every

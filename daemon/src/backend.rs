@@ -14,8 +14,8 @@ use wgpu_groth16::groth16::engine::ResidentParams;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters, Step};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
-use wgpu_groth16_filecoin::matrices::MatricesCache;
 use wgpu_groth16_filecoin::post::PostJob;
+use wgpu_groth16_filecoin::recorded::RecordedCache;
 use wgpu_groth16_filecoin::update::UpdateJob;
 use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
@@ -189,9 +189,9 @@ impl FilecoinBackend {
                 (draw(), draw())
             }
         };
-        let matrices = MatricesCache::by_default();
+        let recorded = RecordedCache::by_default();
         let (proofs, _, report) = job
-            .prove_partitions_reporting(&resident.prover, matrices, &rs, &ss, cancel)
+            .prove_partitions_reporting(&resident.prover, recorded, &rs, &ss, cancel)
             .map_err(|e| e.to_string())?;
         let proved = Proved {
             proof: Vec::new(),

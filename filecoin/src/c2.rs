@@ -11,16 +11,16 @@ use blstrs::Scalar;
 use ff::Field;
 use rand_core::OsRng;
 use serde_json::json;
-use wgpu_groth16::groth16::precompiled::Origin;
 use wgpu_groth16::groth16::{BatchProgress, CancelToken, Checked, ProvingParameters};
+use wgpu_groth16::recorded::Origin;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16_cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16_cli::{memory, software_adapter_note, CliError, DeviceArgs};
 use wgpu_groth16_cli::{open_engine, vram_budget};
 use wgpu_groth16_filecoin::c1::{parse_prover_id, prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
-use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
 use wgpu_groth16_filecoin::params::ParamsFiles;
+use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
 use wgpu_groth16_filecoin::{Error, ProofJob, SealCommit};
 
 #[derive(clap::Args)]
@@ -100,15 +100,15 @@ fn seconds(d: Duration) -> f64 {
 /// How the partitions were synthesized, for `--json`.
 pub fn synthesis_json(path: &SynthesisPath) -> serde_json::Value {
     match path {
-        SynthesisPath::Matrices { origin, took } => {
+        SynthesisPath::Recorded { origin, took } => {
             let (from, file) = match origin {
                 None => ("memory", None),
                 Some(Origin::Loaded(path)) => ("loaded", Some(path)),
                 Some(Origin::Recorded(path)) => ("recorded", path.as_ref()),
             };
             json!({
-                "path": "matrices",
-                "matrices": from,
+                "path": "recorded",
+                "recorded": from,
                 "file": file.map(|p| p.display().to_string()),
                 "seconds": seconds(*took),
             })
@@ -193,9 +193,9 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     }
 
     let t = Instant::now();
-    // The constraint matrices first, so that their line comes before the partitions'.
-    let matrices = MatricesCache::by_default();
-    let matrices_ready = matrices.and_then(|cache| match cache.matrices(&commit, &prover) {
+    // The recorded constraint system first, so that its line comes before the partitions'.
+    let recorded = RecordedCache::by_default();
+    let recorded_ready = recorded.and_then(|cache| match commit.recorded_system(cache, &prover) {
         Ok((_, _, path)) => {
             eprintln!("c2: {path}");
             Some(path)
@@ -206,9 +206,9 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
     let (rs, ss) = (draw(), draw());
     let (proofs, synthesis, _) =
-        commit.prove_partitions_reporting(&prover, matrices, &rs, &ss, &CancelToken::new())?;
-    let synthesis = match (matrices_ready, synthesis) {
-        (Some(first), SynthesisPath::Matrices { origin: None, .. }) => first,
+        commit.prove_partitions_reporting(&prover, recorded, &rs, &ss, &CancelToken::new())?;
+    let synthesis = match (recorded_ready, synthesis) {
+        (Some(first), SynthesisPath::Recorded { origin: None, .. }) => first,
         (_, synthesis) => synthesis,
     };
     let prove_time = t.elapsed();

@@ -1,8 +1,11 @@
 //! What every Filecoin SNARK shares: a job whose partitions are circuits that filecoin-proofs'
 //! own `CompoundProof::circuit` builds, proved as one batch through our prover (or through
 //! bellperson, to compare), each proof 192 bytes in bellperson's encoding. Our prover
-//! synthesizes them from constraint matrices recorded once ([`crate::matrices`]).
+//! synthesizes them from constraint systems recorded once ([`crate::recorded`]).
 
+use std::fs;
+use std::io::Read;
+use std::path::Path;
 use std::sync::Arc;
 
 use bellperson::groth16::{create_proof_batch, Parameters, Proof};
@@ -12,12 +15,12 @@ use rayon::prelude::*;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::parameter_cache::ParameterSetMetadata;
 use storage_proofs_core::proof::ProofScheme;
-use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_precompiled_across};
-use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, WitnessRun};
+use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_across};
 use wgpu_groth16::groth16::{CancelToken, ProveReport, Prover};
+use wgpu_groth16::recorded::{Origin, RecordedKey, RecordedSystem, WitnessRun};
 
-use crate::matrices::{MatricesCache, SynthesisPath};
 use crate::params::ParamsFiles;
+use crate::recorded::{RecordedCache, SynthesisPath};
 use crate::{Error, Result};
 
 /// Bytes of one partition's proof.
@@ -30,7 +33,7 @@ pub trait PartitionCircuits {
     fn run<C: Circuit<Scalar> + Send>(self, circuits: Vec<C>) -> Result<Self::Output>;
 }
 
-/// Work on a job's partition circuits for a witness run from recorded constraint matrices:
+/// Work on a job's partition circuits for a witness run against a recorded constraint system:
 /// each partition whole, or in parts where its circuit allows ([`ProofJob::with_witness_circuits`]).
 pub trait PartitionWitnesses {
     type Output;
@@ -51,13 +54,13 @@ pub trait ProofJob {
 
     /// What fixes the structure of the job's circuits (the registered proof, which names
     /// sector size and version, and anything else the circuit is built from that is the
-    /// same for every sector), for the key of their recorded constraint matrices.
+    /// same for every sector), for the key of their recorded constraint system.
     fn circuit_identity(&self) -> String;
 
     /// Builds every partition's circuit as [`with_circuits`](Self::with_circuits) does, for
-    /// a witness run from recorded matrices: split into at most `parts` parts that run on
+    /// a witness run against a recorded system: split into at most `parts` parts that run on
     /// several threads where the circuit's structure allows
-    /// ([`CircuitParts`](wgpu_groth16::groth16::precompiled::CircuitParts)), whole
+    /// ([`CircuitParts`](wgpu_groth16::recorded::CircuitParts)), whole
     /// otherwise.
     fn with_witness_circuits<W: PartitionWitnesses>(
         &self,
@@ -75,12 +78,40 @@ pub trait ProofJob {
     }
 
     /// Hands `work` one blank partition circuit (`CompoundProof::blank_circuit`): no
-    /// witness, the constraints of every partition, so the same recorded matrices.
+    /// witness, the constraints of every partition, so the same recorded system.
     fn with_blank_circuit<W: PartitionCircuits>(&self, work: W) -> Result<W::Output>;
 
+    /// The key of the job's recorded constraint system: its circuit identity and its
+    /// parameters' verifying key. That key is read from the job's `.vk` file where there is
+    /// one (bellperson's `vk.write` bytes, beside the `.params`): parameters still loading
+    /// need not be waited for, so the system loads and the witness runs while they do.
+    /// Otherwise the prover's own.
+    fn recorded_key(&self, prover: &Prover) -> Result<RecordedKey> {
+        let circuit = self.circuit_identity();
+        let files = self.params_files()?;
+        match read_small(&files.vk) {
+            Some(vk) => Ok(RecordedKey::from_vk_bytes(&circuit, &vk)),
+            None => Ok(RecordedKey::new(&circuit, &prover.params()?.vk)?),
+        }
+    }
+
+    /// The job's recorded constraint system from `cache`: kept there, read from its file,
+    /// or recorded from the job's blank circuit (and written for the next process).
+    fn recorded_system(
+        &self,
+        cache: &RecordedCache,
+        prover: &Prover,
+    ) -> Result<(RecordedKey, Arc<RecordedSystem>, SynthesisPath)> {
+        let key = self.recorded_key(prover)?;
+        let (system, path) = cache.system(&key, |dir| {
+            self.with_blank_circuit(LoadOrRecord { dir, key: &key })
+        })?;
+        Ok((key, system, path))
+    }
+
     /// The partitions' proofs with `rs[k]` and `ss[k]` for partition k, through `prover`
-    /// (which must hold the job's parameters), from recorded constraint matrices
-    /// ([`MatricesCache::by_default`]). Not verified.
+    /// (which must hold the job's parameters), from recorded constraint systems
+    /// ([`RecordedCache::by_default`]). Not verified.
     fn prove_partitions(
         &self,
         prover: &Prover,
@@ -89,11 +120,11 @@ pub trait ProofJob {
     ) -> Result<Vec<Proof<Bls12>>> {
         let never = CancelToken::new();
         Ok(self
-            .prove_partitions_reporting(prover, MatricesCache::by_default(), rs, ss, &never)?
+            .prove_partitions_reporting(prover, RecordedCache::by_default(), rs, ss, &never)?
             .0)
     }
 
-    /// [`prove_partitions`](Self::prove_partitions) with the matrices of `matrices`, or by
+    /// [`prove_partitions`](Self::prove_partitions) with the systems of `recorded`, or by
     /// full synthesis without; how the circuits were synthesized, and the time each step of
     /// the batch took ([`ProveReport`], summed over the partitions). Matrices that cannot
     /// be had, or that the witness check finds the circuits differ from, leave full
@@ -103,14 +134,14 @@ pub trait ProofJob {
     fn prove_partitions_reporting(
         &self,
         prover: &Prover,
-        matrices: Option<&MatricesCache>,
+        recorded: Option<&RecordedCache>,
         rs: &[Scalar],
         ss: &[Scalar],
         cancel: &CancelToken,
     ) -> Result<(Vec<Proof<Bls12>>, SynthesisPath, ProveReport)> {
         struct ProveRecorded<'a> {
             prover: &'a Prover,
-            matrices: &'a Arc<ConstraintMatrices>,
+            system: &'a Arc<RecordedSystem>,
             rs: &'a [Scalar],
             ss: &'a [Scalar],
             cancel: &'a CancelToken,
@@ -119,10 +150,10 @@ pub trait ProofJob {
             type Output = (Vec<Proof<Bls12>>, ProveReport);
             fn run<W: WitnessRun>(self, circuits: Vec<W>) -> Result<Self::Output> {
                 let provers = std::slice::from_ref(self.prover);
-                Ok(prove_batch_precompiled_across(
+                Ok(prove_batch_recorded_across(
                     provers,
                     circuits,
-                    self.matrices,
+                    self.system,
                     self.rs,
                     self.ss,
                     self.cancel,
@@ -161,13 +192,13 @@ pub trait ProofJob {
             Error::Prover(e) => files.params_error(e),
             other => other,
         };
-        let why = match matrices.map(|cache| (cache, cache.matrices(self, prover))) {
+        let why = match recorded.map(|cache| (cache, self.recorded_system(cache, prover))) {
             None => "requested".to_string(),
-            Some((_, Err(e))) => format!("no constraint matrices ({e})"),
-            Some((cache, Ok((key, matrices, path)))) => {
+            Some((_, Err(e))) => format!("no recorded constraint system ({e})"),
+            Some((cache, Ok((key, system, path)))) => {
                 let recorded = ProveRecorded {
                     prover,
-                    matrices: &matrices,
+                    system: &system,
                     rs,
                     ss,
                     cancel,
@@ -179,15 +210,13 @@ pub trait ProofJob {
                     Ok((proofs, report)) => return Ok((proofs, path, report)),
                     Err(Error::Prover(wgpu_groth16::Error::CircuitStructure(why))) => {
                         cache.refuse(&key, &why);
-                        format!(
-                            "the circuits differ from their recorded constraint matrices ({why})"
-                        )
+                        format!("the circuits differ from their recorded constraint system ({why})")
                     }
                     Err(e) => return Err(params_error(e)),
                 }
             }
         };
-        if matrices.is_some() {
+        if recorded.is_some() {
             log::warn!("{why}: proving by full synthesis");
         }
         let (proofs, report) = self
@@ -265,4 +294,44 @@ where
             )?)
         })
         .collect()
+}
+
+/// Largest `.vk` file read for a key: real ones are kilobytes.
+const MAX_VK_FILE: u64 = 1 << 20;
+
+/// A regular file of at most [`MAX_VK_FILE`] bytes; `None` for anything else.
+fn read_small(path: &Path) -> Option<Vec<u8>> {
+    let metadata = fs::metadata(path).ok()?;
+    if !metadata.is_file() || metadata.len() > MAX_VK_FILE {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    fs::File::open(path)
+        .ok()?
+        .take(MAX_VK_FILE)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
+/// Loads or records the system of the one blank circuit it is handed.
+struct LoadOrRecord<'a> {
+    dir: Option<&'a Path>,
+    key: &'a RecordedKey,
+}
+
+impl PartitionCircuits for LoadOrRecord<'_> {
+    type Output = (RecordedSystem, Origin);
+    fn run<C: Circuit<Scalar> + Send>(self, mut circuits: Vec<C>) -> Result<Self::Output> {
+        let blank = circuits.pop().ok_or_else(|| {
+            Error::Prover(wgpu_groth16::Error::Internal(
+                "no blank circuit to record".into(),
+            ))
+        })?;
+        Ok(RecordedSystem::load_or_record(
+            self.dir,
+            self.key,
+            move || Ok(blank),
+        )?)
+    }
 }

@@ -5,7 +5,7 @@
 //!
 //! [`job`] is what every SNARK of the stack shares: partitions whose circuits filecoin-proofs'
 //! own code builds, proved as one batch by our prover or, to compare, by bellperson;
-//! [`matrices`] keeps their constraint matrices, recorded once, so that a proof runs only the
+//! [`recorded`] keeps their constraint systems, recorded once, so that a proof runs only the
 //! circuits' witness computation; [`c1`] reads phase-1 outputs (filecoin-proofs-api's JSON,
 //! and Curio's wrapper of it);
 //! [`params`] finds a proof's parameter files where filecoin-proofs looks for them;
@@ -50,10 +50,10 @@ macro_rules! with_tree {
 pub mod c1;
 pub mod error;
 pub mod job;
-pub mod matrices;
 pub mod params;
 pub mod porep;
 pub mod post;
+pub mod recorded;
 pub mod sealing;
 pub mod update;
 

@@ -28,15 +28,15 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{
     self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg,
 };
-use wgpu_groth16::groth16::precompiled::CircuitParts;
 use wgpu_groth16::groth16::{CancelToken, ParamsShape, ProveReport, Prover};
+use wgpu_groth16::recorded::CircuitParts;
 
 use crate::error::sector_size_name;
 use crate::job::{
     compound_circuits, proofs_to_bytes, PartitionCircuits, PartitionWitnesses, ProofJob,
 };
-use crate::matrices::{MatricesCache, SynthesisPath};
 use crate::params::ParamsFiles;
+use crate::recorded::{RecordedCache, SynthesisPath};
 use crate::{Error, Result};
 
 /// A phase-1 output checked against the prover and sector it is to be proved for.
@@ -223,16 +223,16 @@ impl ProofJob for SealCommit {
 /// return the proof bytes only once `verify_seal` accepts them.
 pub fn seal_commit_phase2(commit: &SealCommit, prover: &Prover) -> Result<Vec<u8>> {
     let never = CancelToken::new();
-    Ok(seal_commit_phase2_reporting(commit, prover, MatricesCache::by_default(), &never)?.0)
+    Ok(seal_commit_phase2_reporting(commit, prover, RecordedCache::by_default(), &never)?.0)
 }
 
-/// [`seal_commit_phase2`] with the constraint matrices of `matrices` (full synthesis
-/// without), how the partitions were synthesized, and the time each step took (summed over
+/// [`seal_commit_phase2`] with the recorded constraint systems of `recorded` (full
+/// synthesis without), how the partitions were synthesized, and the time each step took (summed over
 /// the partitions); stopped between partitions once `cancel` is cancelled.
 pub fn seal_commit_phase2_reporting(
     commit: &SealCommit,
     prover: &Prover,
-    matrices: Option<&MatricesCache>,
+    recorded: Option<&RecordedCache>,
     cancel: &CancelToken,
 ) -> Result<(Vec<u8>, SynthesisPath, ProveReport)> {
     commit.check_vanilla_proofs()?;
@@ -243,7 +243,7 @@ pub fn seal_commit_phase2_reporting(
     };
     let (rs, ss) = (draw(), draw());
     let (proofs, path, report) =
-        commit.prove_partitions_reporting(prover, matrices, &rs, &ss, cancel)?;
+        commit.prove_partitions_reporting(prover, recorded, &rs, &ss, cancel)?;
     let bytes = commit.proof_bytes(&proofs)?;
     commit.verify(&bytes)?;
     Ok((bytes, path, report))

@@ -14,18 +14,18 @@ use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde_json::json;
-use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, Origin, WitnessRun};
 use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
 use wgpu_groth16::groth16::CancelToken;
+use wgpu_groth16::recorded::{Origin, RecordedSystem, WitnessRun};
 use wgpu_groth16_cli::open_engine;
 use wgpu_groth16_cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16_cli::{CliError, DeviceArgs};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
 use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
-use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::porep::seal_commit_phase2_reporting;
+use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
 use wgpu_groth16_filecoin::sealing::{generate_parameters, seal_random_sector};
 use wgpu_groth16_filecoin::Error;
 use wgpu_groth16_filecoin::{ProofJob, SealCommit};
@@ -182,7 +182,7 @@ pub struct BenchC2Args {
     /// Skip filecoin-proofs' own seal_commit_phase2 (CPU).
     #[arg(long)]
     no_baseline: bool,
-    /// Synthesize every constraint of every proof, without recorded constraint matrices
+    /// Synthesize every constraint of every proof, without recorded constraint systems
     /// (as WGPU_GROTH16_FULL_SYNTHESIS=1 does): to compare.
     #[arg(long)]
     full_synthesis: bool,
@@ -193,13 +193,13 @@ pub struct BenchC2Args {
 fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
     struct Record;
     impl PartitionCircuits for Record {
-        type Output = (ConstraintMatrices, Duration);
+        type Output = (RecordedSystem, Duration);
         fn run<C: Circuit<Scalar> + Send>(
             self,
             mut circuits: Vec<C>,
         ) -> Result<Self::Output, Error> {
             let t = Instant::now();
-            Ok((ConstraintMatrices::record(circuits.remove(0))?, t.elapsed()))
+            Ok((RecordedSystem::record(circuits.remove(0))?, t.elapsed()))
         }
     }
     struct Full;
@@ -213,7 +213,7 @@ fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
             Ok((synthesize(circuits.remove(0))?, t.elapsed()))
         }
     }
-    struct Recorded<'a>(&'a ConstraintMatrices);
+    struct Recorded<'a>(&'a RecordedSystem);
     impl PartitionCircuits for Recorded<'_> {
         type Output = (ProvingAssignment, Duration, Duration);
         fn run<C: Circuit<Scalar> + Send>(
@@ -227,7 +227,7 @@ fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
             Ok((self.0.products(witness), witness_time, t.elapsed()))
         }
     }
-    struct InParts<'a>(&'a ConstraintMatrices);
+    struct InParts<'a>(&'a RecordedSystem);
     impl PartitionWitnesses for InParts<'_> {
         type Output = (ProvingAssignment, Duration);
         fn run<W: WitnessRun>(self, mut circuits: Vec<W>) -> Result<Self::Output, Error> {
@@ -259,20 +259,20 @@ fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
     ))
 }
 
-/// A table cell for how a run synthesized: the matrices' origin and the time getting them
+/// A table cell for how a run synthesized: the recorded system's origin and the time getting them
 /// took (part of the run's), or full synthesis and why.
 fn synthesis_cell(path: &SynthesisPath) -> String {
     match path {
-        SynthesisPath::Matrices { origin: None, .. } => "matrices in memory".into(),
-        SynthesisPath::Matrices {
+        SynthesisPath::Recorded { origin: None, .. } => "recorded, in memory".into(),
+        SynthesisPath::Recorded {
             origin: Some(Origin::Loaded(_)),
             took,
-        } => format!("matrices loaded ({:.2})", took.as_secs_f64()),
-        SynthesisPath::Matrices {
+        } => format!("recorded, loaded ({:.2})", took.as_secs_f64()),
+        SynthesisPath::Recorded {
             origin: Some(Origin::Recorded(written)),
             took,
         } => format!(
-            "matrices recorded{} ({:.2})",
+            "recorded{} ({:.2})",
             if written.is_some() {
                 " and written"
             } else {
@@ -305,12 +305,12 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
     let (prover, ready) = files.prover(engine.clone(), None)?;
     for run in 0..=args.runs {
         let t = Instant::now();
-        let matrices = match args.full_synthesis {
+        let recorded = match args.full_synthesis {
             true => None,
-            false => MatricesCache::by_default(),
+            false => RecordedCache::by_default(),
         };
         let (proof, synthesis, _) =
-            seal_commit_phase2_reporting(&commit, &prover, matrices, &CancelToken::new())?;
+            seal_commit_phase2_reporting(&commit, &prover, recorded, &CancelToken::new())?;
         let took = t.elapsed();
         let params = match (run, ready.get()) {
             (0, Some(r)) => format!("{:.2} (checked {:?})", r.read.as_secs_f64(), r.checked),

@@ -100,12 +100,14 @@ fn zero_commitments_are_refused() {
 struct Record;
 
 impl wgpu_groth16_filecoin::job::PartitionCircuits for Record {
-    type Output = wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+    type Output = wgpu_groth16::recorded::RecordedSystem;
     fn run<C: bellperson::Circuit<blstrs::Scalar> + Send>(
         self,
         mut circuits: Vec<C>,
     ) -> wgpu_groth16_filecoin::Result<Self::Output> {
-        Ok(wgpu_groth16::groth16::precompiled::ConstraintMatrices::record(circuits.remove(0))?)
+        Ok(wgpu_groth16::recorded::RecordedSystem::record(
+            circuits.remove(0),
+        )?)
     }
 }
 
@@ -116,11 +118,11 @@ impl wgpu_groth16_filecoin::job::PartitionCircuits for Record {
 fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
     use bellperson::Circuit;
     use blstrs::Scalar;
-    use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, WitnessRun};
     use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
+    use wgpu_groth16::recorded::{RecordedSystem, WitnessRun};
     use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
 
-    struct Synthesize<'a>(Option<&'a ConstraintMatrices>);
+    struct Synthesize<'a>(Option<&'a RecordedSystem>);
     impl PartitionCircuits for Synthesize<'_> {
         type Output = ProvingAssignment;
         fn run<C: Circuit<Scalar> + Send>(
@@ -147,7 +149,7 @@ fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
 
     // The witness with the challenges in parts (each its own, and both in one), whatever
     // the threads.
-    struct InParts<'a>(&'a ConstraintMatrices);
+    struct InParts<'a>(&'a RecordedSystem);
     impl PartitionWitnesses for InParts<'_> {
         type Output = ProvingAssignment;
         fn run<W: WitnessRun>(
@@ -170,37 +172,38 @@ fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
 /// in memory, then loaded from their file by another process' cache.
 #[test]
 fn the_blank_circuit_records_the_matrices_of_the_real_one_once() {
-    use wgpu_groth16::groth16::precompiled::Origin;
-    use wgpu_groth16_filecoin::matrices::{matrices_key, MatricesCache, SynthesisPath};
+    use wgpu_groth16::recorded::Origin;
+    use wgpu_groth16_filecoin::job::ProofJob;
+    use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
 
     let commit = commit();
     // The reference's parameters: their verifying key is the one another test writes to
     // the `.vk` file, which the key is read from once it is there.
     let prover = common::cpu_prover(&bellperson_reference().0);
     let dir = common::scratch().join("matrices-once");
-    let cache = MatricesCache::in_folder(&dir);
-    let (key, blank, path) = cache.matrices(&commit, &prover).expect("recorded");
+    let cache = RecordedCache::in_folder(&dir);
+    let (key, blank, path) = commit.recorded_system(&cache, &prover).expect("recorded");
     let file = key.path_in(&dir);
     assert!(
-        matches!(&path, SynthesisPath::Matrices { origin: Some(Origin::Recorded(Some(p))), .. } if *p == file),
+        matches!(&path, SynthesisPath::Recorded { origin: Some(Origin::Recorded(Some(p))), .. } if *p == file),
         "{path}"
     );
     let real = commit.with_circuits(Record).expect("recorded");
     assert!(*blank == real, "the blank circuit records other matrices");
-    let (_, _, path) = cache.matrices(&commit, &prover).expect("kept");
+    let (_, _, path) = commit.recorded_system(&cache, &prover).expect("kept");
     assert!(
-        matches!(path, SynthesisPath::Matrices { origin: None, .. }),
+        matches!(path, SynthesisPath::Recorded { origin: None, .. }),
         "{path}"
     );
-    let (_, loaded, path) = MatricesCache::in_folder(&dir)
-        .matrices(&commit, &prover)
+    let (_, loaded, path) = commit
+        .recorded_system(&RecordedCache::in_folder(&dir), &prover)
         .expect("loaded");
     assert!(
-        matches!(&path, SynthesisPath::Matrices { origin: Some(Origin::Loaded(p)), .. } if *p == file),
+        matches!(&path, SynthesisPath::Recorded { origin: Some(Origin::Loaded(p)), .. } if *p == file),
         "{path}"
     );
     assert!(*loaded == real);
-    assert_eq!(key, matrices_key(&commit, &prover).unwrap());
+    assert_eq!(key, commit.recorded_key(&prover).unwrap());
 }
 
 /// Matrices of another circuit under the partition's key (a stale or foreign file) are
@@ -209,9 +212,10 @@ fn the_blank_circuit_records_the_matrices_of_the_real_one_once() {
 #[test]
 fn wrong_matrices_fall_back_to_full_synthesis_and_the_same_proof() {
     use wgpu_groth16::groth16::circuits::FilecoinLike;
-    use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
+    use wgpu_groth16::recorded::RecordedSystem;
     use wgpu_groth16_filecoin::job::proofs_to_bytes;
-    use wgpu_groth16_filecoin::matrices::{matrices_key, MatricesCache, SynthesisPath};
+    use wgpu_groth16_filecoin::job::ProofJob;
+    use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
 
     let commit = commit();
     // The reference's parameters, for the same reason as above.
@@ -219,12 +223,12 @@ fn wrong_matrices_fall_back_to_full_synthesis_and_the_same_proof() {
     let prover = common::cpu_prover(params);
     let dir = common::scratch().join("matrices-wrong");
     std::fs::create_dir_all(&dir).unwrap();
-    let key = matrices_key(&commit, &prover).expect("key");
-    ConstraintMatrices::record(FilecoinLike::blank(10).unwrap())
+    let key = commit.recorded_key(&prover).expect("key");
+    RecordedSystem::record(FilecoinLike::blank(10).unwrap())
         .unwrap()
         .write_to(&key.path_in(&dir), &key)
         .unwrap();
-    let cache = MatricesCache::in_folder(&dir);
+    let cache = RecordedCache::in_folder(&dir);
     let (rs, ss) = common::draw_rs_ss(&commit, SEED);
     let (proofs, path, _) = commit
         .prove_partitions_reporting(&prover, Some(&cache), &rs, &ss, &CancelToken::new())
@@ -234,6 +238,6 @@ fn wrong_matrices_fall_back_to_full_synthesis_and_the_same_proof() {
         "{path}"
     );
     assert!(proofs_to_bytes(&proofs).unwrap() == *expected);
-    let err = cache.matrices(&commit, &prover).unwrap_err();
+    let err = commit.recorded_system(&cache, &prover).unwrap_err();
     assert!(err.to_string().contains("refused before"), "{err}");
 }

@@ -39,21 +39,23 @@
 //! Where the file system has no locks, sets are neither serialized nor swept (with a
 //! warning in the log); everything else holds.
 //!
-//! [`plan`] checks the outputs and reserves their temporaries; [`set`] writes and commits
-//! them; [`temporaries`] names, locks and sweeps the files beside each output.
+//! [`plan`] checks the outputs and reserves their temporaries; [`destination`] says where
+//! each goes; [`set`] writes and commits them; [`temporaries`] names, locks and sweeps the
+//! files beside each output.
 
+mod destination;
 mod plan;
 mod set;
 mod temporaries;
 
-use std::fs::FileType;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-pub use plan::{OutputPlan, OutputSlot};
-pub use set::OutputSet;
+pub use destination::file_kind;
+pub use plan::OutputPlan;
+pub use set::{OutputSet, OutputSlot};
 
-use crate::Result;
+use crate::error::Result;
 
 /// Writes one file whole or not at all ([`OutputPlan`] with one output); `what` names it in
 /// errors.
@@ -69,6 +71,16 @@ pub fn write_whole(
     set.commit()
 }
 
+/// The user's cache folder for this crate: `$WGPU_GROTH16_PARAMS_CACHE`,
+/// `$XDG_CACHE_HOME/wgpu-groth16` or `~/.cache/wgpu-groth16`.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v: &std::ffi::OsString| !v.is_empty());
+    var("WGPU_GROTH16_PARAMS_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("wgpu-groth16")))
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/wgpu-groth16")))
+}
+
 /// Removes every temporary of this process's sets, and keeps new ones from appearing: for a
 /// process about to die of a signal. A reservation or commit in progress finishes first.
 pub fn remove_temporaries_before_exit() {
@@ -78,35 +90,6 @@ pub fn remove_temporaries_before_exit() {
     }
     // Held until the process is gone: no temporary appears meanwhile.
     std::mem::forget(temporaries);
-}
-
-/// "a directory", "a FIFO", ...: what a file that is not a regular file is, for messages.
-pub fn file_kind(kind: &FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO";
-        }
-        if kind.is_char_device() {
-            return "a character device";
-        }
-        if kind.is_block_device() {
-            return "a block device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_file() {
-        "a regular file"
-    } else {
-        "a special file"
-    }
 }
 
 #[cfg(test)]

@@ -1,15 +1,14 @@
 //! Writing a reserved set and putting it in place: all files or none, the previous ones
 //! kept aside until every rename succeeded.
 
-use std::ffi::{OsStr, OsString};
-use std::fs::{self, File};
+use std::ffi::OsStr;
+use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::file_kind;
-use super::plan::{open_through, Identity, OutputSlot};
+use super::destination::{file_kind, open_through, Destination, Identity, Temporary};
 use super::temporaries::{self, sibling, FolderLocks};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The reserved outputs of one command; dropped before [`commit`](Self::commit), they leave
 /// nothing behind.
@@ -25,27 +24,9 @@ pub(super) struct PlannedFile {
     pub(super) written: bool,
 }
 
-/// Where an output's bytes go.
-pub(super) enum Destination {
-    /// A regular file (or none yet) at `target`, replaced through a temporary beside it.
-    Replace {
-        target: PathBuf,
-        folder: PathBuf,
-        name: OsString,
-        temporary: Option<Temporary>,
-    },
-    /// An existing character device or FIFO, written through.
-    Through,
-}
-
-/// A temporary file, locked while this process lives.
-pub(super) struct Temporary {
-    pub(super) path: PathBuf,
-    /// The temporary's number, which its backup shares.
-    pub(super) number: u64,
-    /// Open (and locked) until the set is done.
-    pub(super) handle: File,
-}
+/// One output of a plan, to [`write`](OutputSet::write) once the set is reserved.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputSlot(pub(super) usize);
 
 impl OutputSet {
     /// Writes the output of `slot` whole: into its temporary, synced to disk, or through to

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use super::plan::inode;
+use std::fs::Metadata;
 
 /// `.NAME.PID.N.EXT`: the temporary (`tmp`) or backup (`old`) of `name`, unique to this
 /// process and set.
@@ -168,4 +168,16 @@ fn try_lock(file: &File) -> bool {
 #[cfg(not(unix))]
 fn try_lock(_: &File) -> bool {
     false
+}
+
+/// Device and inode: what makes two open files one.
+#[cfg(unix)]
+pub(super) fn inode(meta: &Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+pub(super) fn inode(_: &Metadata) -> Option<(u64, u64)> {
+    None
 }

@@ -26,10 +26,11 @@ use rand_core::{OsRng, RngCore};
 use super::cancel::CancelToken;
 use super::engine::ProverConfig;
 use super::params::ProvingParameters;
-use super::precompiled::{ConstraintMatrices, WitnessRun};
 use super::prover::{BatchProgress, Prover};
 use super::report::{ProveReport, Step};
-use super::synthesis::{synthesize, ProvingAssignment, Shape};
+use super::synthesis::{synthesize, ProvingAssignment};
+use crate::recorded::Shape;
+use crate::recorded::{RecordedSystem, WitnessRun};
 use crate::{Error, Result};
 
 impl Prover {
@@ -74,19 +75,19 @@ impl Prover {
         self.prove_batch(circuits, &rs, &ss)
     }
 
-    /// [`prove_batch`](Self::prove_batch) of circuits whose constraint matrices were
-    /// recorded: each is synthesized from its witness alone (see [`ConstraintMatrices`]),
+    /// [`prove_batch`](Self::prove_batch) of circuits whose constraint systems were
+    /// recorded: each is synthesized from its witness alone (see [`RecordedSystem`]),
     /// whole or in parts ([`WitnessRun`]).
-    pub fn prove_batch_precompiled<W: WitnessRun>(
+    pub fn prove_batch_recorded<W: WitnessRun>(
         &self,
         circuits: Vec<W>,
-        matrices: &Arc<ConstraintMatrices>,
+        system: &Arc<RecordedSystem>,
         rs: &[Scalar],
         ss: &[Scalar],
     ) -> Result<Vec<Proof<Bls12>>> {
         let provers = std::slice::from_ref(self);
         let never = CancelToken::new();
-        Ok(prove_batch_precompiled_across(provers, circuits, matrices, rs, ss, &never)?.0)
+        Ok(prove_batch_recorded_across(provers, circuits, system, rs, ss, &never)?.0)
     }
 
     /// [`prove_batch`](Self::prove_batch) and the time each step took.
@@ -317,29 +318,29 @@ pub fn prove_batch_across<C: Circuit<Scalar> + Send>(
     prove_sources_across(provers, sources, None, rs, ss, cancel)
 }
 
-/// [`prove_batch_across`] of circuits whose constraint matrices were recorded: each is
+/// [`prove_batch_across`] of circuits whose constraint systems were recorded: each is
 /// synthesized from its witness alone, and its proof computes a, b, c where its engine runs
-/// (see [`ConstraintMatrices`]).
-pub fn prove_batch_precompiled_across<W: WitnessRun>(
+/// (see [`RecordedSystem`]).
+pub fn prove_batch_recorded_across<W: WitnessRun>(
     provers: &[Prover],
     circuits: Vec<W>,
-    matrices: &Arc<ConstraintMatrices>,
+    system: &Arc<RecordedSystem>,
     rs: &[Scalar],
     ss: &[Scalar],
     cancel: &CancelToken,
 ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
     let sources = circuits
         .into_iter()
-        .map(|circuit| Precompiled {
+        .map(|circuit| WitnessOnly {
             circuit,
-            matrices: matrices.clone(),
+            system: system.clone(),
         })
         .collect();
-    prove_sources_across(provers, sources, Some(matrices), rs, ss, cancel)
+    prove_sources_across(provers, sources, Some(system), rs, ss, cancel)
 }
 
 /// What a batch synthesizes into a proving assignment: a circuit run in full, or its witness
-/// with recorded matrices.
+/// against a recorded constraint system.
 trait Synthesis: Send {
     fn run(self) -> Result<ProvingAssignment>;
 
@@ -358,14 +359,14 @@ impl<C: Circuit<Scalar> + Send> Synthesis for Full<C> {
 }
 
 /// The witness alone: the proof computes a, b, c where its engine runs.
-struct Precompiled<W> {
+struct WitnessOnly<W> {
     circuit: W,
-    matrices: Arc<ConstraintMatrices>,
+    system: Arc<RecordedSystem>,
 }
 
-impl<W: WitnessRun> Synthesis for Precompiled<W> {
+impl<W: WitnessRun> Synthesis for WitnessOnly<W> {
     fn run(self) -> Result<ProvingAssignment> {
-        self.matrices.witness_assignment(self.circuit)
+        self.system.witness_assignment(self.circuit)
     }
 
     fn parallelism(&self) -> usize {
@@ -377,7 +378,7 @@ impl<W: WitnessRun> Synthesis for Precompiled<W> {
 fn prove_sources_across<S: Synthesis>(
     provers: &[Prover],
     circuits: Vec<S>,
-    matrices: Option<&Arc<ConstraintMatrices>>,
+    system: Option<&Arc<RecordedSystem>>,
     rs: &[Scalar],
     ss: &[Scalar],
     token: &CancelToken,
@@ -528,9 +529,9 @@ fn prove_sources_across<S: Synthesis>(
         }
         // Recorded matrices go to each device before its workers are counted: they take
         // VRAM that proofs' buffers then do not get.
-        if let Some(matrices) = matrices {
+        if let Some(system) = system {
             for prover in provers {
-                prover.device_matrices(matrices);
+                prover.device_matrices(system);
             }
         }
         for (device, prover) in provers.iter().enumerate() {

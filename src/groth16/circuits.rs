@@ -17,7 +17,7 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use super::precompiled::CircuitParts;
+use crate::recorded::CircuitParts;
 use crate::{Error, Result};
 
 /// A witness value, or the error a blank circuit answers with.

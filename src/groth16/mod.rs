@@ -13,7 +13,6 @@ pub mod cancel;
 pub mod circuits;
 pub mod engine;
 pub mod params;
-pub mod precompiled;
 pub mod prover;
 pub mod report;
 pub mod synthesis;

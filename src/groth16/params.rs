@@ -35,10 +35,10 @@ use rand_core::SeedableRng;
 use rayon::prelude::*;
 
 use super::circuits::SizeBounds;
-use super::synthesis::Shape;
 use crate::curve::{sample_bases, G1, G2};
 use crate::error::{Error, Result};
-use crate::files::file_kind;
+use crate::files::{file_kind, user_cache_dir};
+use crate::recorded::Shape;
 
 /// How far points of `h`, `l`, `a`, `b_g1` and `b_g2` are checked (the verifying key is
 /// always checked fully, as bellperson does).
@@ -761,16 +761,6 @@ impl CheckRecords {
             log::warn!("cannot record checked parameters: {e}");
         }
     }
-}
-
-/// The user's cache folder for this crate: `$WGPU_GROTH16_PARAMS_CACHE`,
-/// `$XDG_CACHE_HOME/wgpu-groth16` or `~/.cache/wgpu-groth16`.
-pub fn user_cache_dir() -> Option<PathBuf> {
-    let var = |name| std::env::var_os(name).filter(|v: &std::ffi::OsString| !v.is_empty());
-    var("WGPU_GROTH16_PARAMS_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("wgpu-groth16")))
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/wgpu-groth16")))
 }
 
 /// Why blst refused an encoding, retracing its checks in order (error path only).

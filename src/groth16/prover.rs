@@ -18,12 +18,12 @@ use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 
 use super::engine::{Engine, ProverConfig, ProverEngine, ResidentParams, Work};
 use super::params::ProvingParameters;
-use super::precompiled::ConstraintMatrices;
 use super::report::{ProveReport, Step};
 use super::synthesis::ProvingAssignment;
 use crate::curve::{G1, G2};
 use crate::gpu::waits::Stage;
-use crate::sparse::{DeviceMatrices, SparseKernels};
+use crate::recorded::RecordedSystem;
+use crate::sparse::{ResidentMatrices, SparseKernels};
 use crate::timeline::Timeline;
 use crate::{Error, Result};
 
@@ -44,7 +44,8 @@ pub struct Prover {
     workers: usize,
     /// Host memory for a batch's synthesized circuits in flight.
     host_budget: HostBudget,
-    /// The constraint matrices of the last pre-compiled batch, on the device if they fit.
+    /// The matrices of the last batch's recorded constraint system, on the device if they
+    /// fit.
     matrices: Mutex<Option<KeptMatrices>>,
 }
 
@@ -52,8 +53,8 @@ pub struct Prover {
 /// or the engine is the CPU), kept while batches prove that circuit. Holding the `Arc` keeps
 /// its address from being reused by other matrices while it is the key.
 struct KeptMatrices {
-    host: Arc<ConstraintMatrices>,
-    device: Option<Arc<DeviceMatrices>>,
+    host: Arc<RecordedSystem>,
+    device: Option<Arc<ResidentMatrices>>,
 }
 
 /// How much host memory a batch's synthesized circuits may hold at once.
@@ -267,21 +268,18 @@ impl Prover {
     /// use, kept while batches prove the same matrices. `None` on the CPU, and when they do
     /// not fit the VRAM budget beside the bases and one proof's buffers: the products then
     /// run on the CPU. Waits for the parameters.
-    pub fn device_matrices(
-        &self,
-        matrices: &Arc<ConstraintMatrices>,
-    ) -> Option<Arc<DeviceMatrices>> {
+    pub fn device_matrices(&self, system: &Arc<RecordedSystem>) -> Option<Arc<ResidentMatrices>> {
         let gpu = self.engine.usable_gpu()?;
         let mut kept = self.matrices.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(kept) = &*kept {
-            if Arc::ptr_eq(&kept.host, matrices) {
+            if Arc::ptr_eq(&kept.host, system) {
                 return kept.device.clone();
             }
         }
         // The previous circuit's matrices leave the device (and the budget) first.
         *kept = None;
         let loaded = self.params.get().ok()?;
-        let bytes = SparseKernels::bytes_of(matrices);
+        let bytes = SparseKernels::bytes_of(system);
         let budget = gpu.pool().budget();
         let room = gpu
             .proof_bytes(&loaded.params)
@@ -301,7 +299,7 @@ impl Prover {
             None
         } else {
             let start = Instant::now();
-            match gpu.upload_matrices(matrices) {
+            match gpu.upload_matrices(system) {
                 Ok(device) => {
                     log::info!(
                         "constraint matrices on the device: {bytes} bytes in {:.2?}",
@@ -316,7 +314,7 @@ impl Prover {
             }
         };
         *kept = Some(KeptMatrices {
-            host: matrices.clone(),
+            host: system.clone(),
             device: device.clone(),
         });
         device
@@ -466,14 +464,8 @@ impl Prover {
 
         let _compute = engine.enter(Stage::Compute);
         let mut abc = match deferred {
-            Some(matrices) => self.step(lane, Step::Products, report, || {
-                engine.products(
-                    matrices,
-                    device_matrices.as_deref(),
-                    inputs,
-                    aux,
-                    &l_scalars,
-                )
+            Some(system) => self.step(lane, Step::Products, report, || {
+                engine.products(system, device_matrices.as_deref(), inputs, aux, &l_scalars)
             })?,
             None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
         };

@@ -9,7 +9,7 @@ pub enum Step {
     /// On a GPU: uploading a, b, c and the L scalars, while another worker's proof may be
     /// computing. On the CPU: nothing to copy.
     Staging,
-    /// a, b, c from a witness and its circuit's recorded matrices (pre-compiled synthesis):
+    /// a, b, c from a witness and its circuit's recorded constraint system:
     /// sparse products on the GPU beside the bases, or on the CPU.
     Products,
     /// Gathering the A and B scalars on the device from the aux values (recorded matrices

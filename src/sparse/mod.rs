@@ -1,13 +1,13 @@
 //! a = A·z, b = B·z, c = C·z of a recorded constraint system
-//! ([`ConstraintMatrices`]) on the device: the matrices
-//! stay resident beside the parameters' bases ([`DeviceMatrices`]), each proof uploads only
+//! ([`RecordedSystem`]) on the device: the matrices
+//! stay resident beside the parameters' bases ([`ResidentMatrices`]), each proof uploads only
 //! its inputs (the aux variables are already there for the L MSM), and the products land in
 //! the vectors the H step transforms, with no host round trip. The A and B queries' scalars
 //! are gathered there too, from index lists made once from the circuit's densities, instead
 //! of being selected on the host and uploaded.
 //!
 //! [`SparseKernels`] runs `shaders/sparse.wgsl` ([`program`]); the CPU path is
-//! `ConstraintMatrices::products`, behind the engine seam.
+//! `RecordedSystem::products`, behind the engine seam.
 
 pub mod program;
 
@@ -18,8 +18,8 @@ use crate::field::GpuField;
 use crate::gpu::pool::{BufferPool, Reservation};
 use crate::gpu::vector::PartLayout;
 use crate::gpu::{Compiled, DeviceVector, GpuContext, WideMul};
-use crate::groth16::precompiled::{ConstraintMatrices, CsrView, AUX, MINUS_ONE, PLUS_ONE};
-use crate::groth16::synthesis::Density;
+use crate::recorded::Density;
+use crate::recorded::{CsrView, RecordedSystem, AUX, MINUS_ONE, PLUS_ONE};
 use program::{SparseEntry, SparseParams, SparseProgram, AUX_PARTS};
 
 /// Bytes of one entry on the device: (column, coefficient index).
@@ -63,7 +63,7 @@ pub struct ProductLayouts {
 
 /// A circuit's A, B, C and its queries' index lists on the device, counted against the VRAM
 /// budget until dropped.
-pub struct DeviceMatrices {
+pub struct ResidentMatrices {
     /// A's, B's and C's chunks.
     matrices: [Vec<Chunk>; 3],
     /// The A and B queries' gathers.
@@ -76,7 +76,7 @@ pub struct DeviceMatrices {
     _budget: Option<Reservation>,
 }
 
-impl DeviceMatrices {
+impl ResidentMatrices {
     /// Device bytes the matrices take.
     pub fn bytes(&self) -> u64 {
         self.bytes
@@ -116,14 +116,14 @@ impl SparseKernels {
             .min(self.max_binding_bytes.unwrap_or(u64::MAX))
     }
 
-    /// Device bytes of `matrices` as [`upload`](Self::upload) stores them.
-    pub fn bytes_of(matrices: &ConstraintMatrices) -> u64 {
-        let entries: u64 = matrices
+    /// Device bytes of `system`'s matrices as [`upload`](Self::upload) stores them.
+    pub fn bytes_of(system: &RecordedSystem) -> u64 {
+        let entries: u64 = system
             .csr()
             .iter()
             .map(|m| m.columns.len() as u64 * ENTRY_BYTES + m.row_starts.len() as u64 * 4)
             .sum();
-        let [a, b] = query_lengths(matrices);
+        let [a, b] = query_lengths(system);
         entries + (a + b) as u64 * 4
     }
 
@@ -131,15 +131,15 @@ impl SparseKernels {
     /// against `pool`'s budget when given ([`Error::VramBudget`] when it has no room).
     pub fn upload(
         &self,
-        matrices: &ConstraintMatrices,
+        system: &RecordedSystem,
         layouts: ProductLayouts,
         pool: Option<&BufferPool>,
-    ) -> Result<DeviceMatrices> {
-        let rows = matrices.rows();
-        let [a_len, b_len] = query_lengths(matrices);
+    ) -> Result<ResidentMatrices> {
+        let rows = system.rows();
+        let [a_len, b_len] = query_lengths(system);
         for (what, len, layout) in [
             ("rows", rows, layouts.products),
-            ("aux values", matrices.aux, layouts.aux),
+            ("aux values", system.aux, layouts.aux),
             ("A scalars", a_len, layouts.a),
             ("B scalars", b_len, layouts.b),
         ] {
@@ -159,7 +159,7 @@ impl SparseKernels {
         }
         if let Some(cap) = self.gpu.loop_cap() {
             let multiplication = Scalar::mul_loop_trips(self.program.wide_mul);
-            for (name, matrix) in ["A", "B", "C"].into_iter().zip(matrices.csr()) {
+            for (name, matrix) in ["A", "B", "C"].into_iter().zip(system.csr()) {
                 if let Some((row, trips)) = row_over_loop_cap(&matrix, multiplication, cap) {
                     return Err(Error::LoopCap {
                         what: format!("row {row} of {name}"),
@@ -169,7 +169,7 @@ impl SparseKernels {
                 }
             }
         }
-        let inputs_at = u32::try_from(matrices.values().len())
+        let inputs_at = u32::try_from(system.values().len())
             .map_err(|_| Error::Internal("over 2^32 coefficient values".into()))?;
         let chunk = |part: usize, count: usize, out_first: usize, words, entries| {
             let params = SparseParams {
@@ -188,7 +188,7 @@ impl SparseKernels {
                 entries,
             }
         };
-        let bytes = Self::bytes_of(matrices);
+        let bytes = Self::bytes_of(system);
         let budget = match pool {
             Some(pool) => Some(pool.set_aside(bytes).ok_or_else(|| Error::VramBudget {
                 what: "the constraint matrices".into(),
@@ -254,16 +254,16 @@ impl SparseKernels {
                 }
                 Ok(chunks)
             };
-            let [a, b, c] = matrices.csr();
-            let [a_columns, b_columns] = query_columns(matrices);
-            Ok(DeviceMatrices {
+            let [a, b, c] = system.csr();
+            let [a_columns, b_columns] = query_columns(system);
+            Ok(ResidentMatrices {
                 matrices: [matrix_chunks(a)?, matrix_chunks(b)?, matrix_chunks(c)?],
                 queries: [
                     query_chunks(a_columns, layouts.a)?,
                     query_chunks(b_columns, layouts.b)?,
                 ],
-                values: matrices.values().to_vec(),
-                inputs: matrices.inputs,
+                values: system.values().to_vec(),
+                inputs: system.inputs,
                 query_lengths: [a_len, b_len],
                 layouts,
                 bytes,
@@ -286,7 +286,7 @@ impl SparseKernels {
     /// then `aux` (the vector the L MSM reads). Returns the submission to wait on.
     pub fn products(
         &self,
-        matrices: &DeviceMatrices,
+        matrices: &ResidentMatrices,
         inputs: &[Scalar],
         aux: &DeviceVector<Scalar>,
         out: [&DeviceVector<Scalar>; 3],
@@ -306,7 +306,7 @@ impl SparseKernels {
     /// densities mark. Returns the submission to wait on.
     pub fn queries(
         &self,
-        matrices: &DeviceMatrices,
+        matrices: &ResidentMatrices,
         inputs: &[Scalar],
         aux: &DeviceVector<Scalar>,
         out: [&DeviceVector<Scalar>; 2],
@@ -325,7 +325,7 @@ impl SparseKernels {
     fn run<'c>(
         &self,
         entry: SparseEntry,
-        matrices: &DeviceMatrices,
+        matrices: &ResidentMatrices,
         inputs: &[Scalar],
         aux: &DeviceVector<Scalar>,
         chunks: impl Iterator<Item = (&'c Vec<Chunk>, &'c DeviceVector<Scalar>)> + Clone,
@@ -391,17 +391,17 @@ fn part_ranges(
 }
 
 /// Lengths of the A and B queries' scalars.
-pub fn query_lengths(matrices: &ConstraintMatrices) -> [usize; 2] {
-    let [a_aux, b_inputs, b_aux] = matrices.densities();
+pub fn query_lengths(system: &RecordedSystem) -> [usize; 2] {
+    let [a_aux, b_inputs, b_aux] = system.densities();
     [
-        matrices.inputs + a_aux.total(),
+        system.inputs + a_aux.total(),
         b_inputs.total() + b_aux.total(),
     ]
 }
 
 /// The tagged columns of the A and B queries' scalars, in the order of the bases.
-fn query_columns(matrices: &ConstraintMatrices) -> [Vec<u32>; 2] {
-    let [a_aux, b_inputs, b_aux] = matrices.densities();
+fn query_columns(system: &RecordedSystem) -> [Vec<u32>; 2] {
+    let [a_aux, b_inputs, b_aux] = system.densities();
     let marked = |density: &Density, tag: u32, out: &mut Vec<u32>| {
         for (w, &word) in density.words().iter().enumerate() {
             let mut bits = word;
@@ -411,7 +411,7 @@ fn query_columns(matrices: &ConstraintMatrices) -> [Vec<u32>; 2] {
             }
         }
     };
-    let mut a: Vec<u32> = (0..matrices.inputs as u32).collect();
+    let mut a: Vec<u32> = (0..system.inputs as u32).collect();
     marked(a_aux, AUX, &mut a);
     let mut b = Vec::new();
     marked(b_inputs, 0, &mut b);

@@ -11,11 +11,11 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::gpu::AdapterSelector;
-use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_precompiled_across};
+use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_across};
 use wgpu_groth16::groth16::circuits::FilecoinLike;
-use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
 use wgpu_groth16::groth16::{CancelToken, Step};
 use wgpu_groth16::groth16::{ProveReport, Prover, ProvingParameters};
+use wgpu_groth16::recorded::RecordedSystem;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Result;
 
@@ -102,7 +102,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         // The matrices give the shape without a witness (a full synthesis at 2^27 takes
         // tens of seconds and gigabytes) and serve the recorded path.
         let t = Instant::now();
-        let recorded = Arc::new(ConstraintMatrices::record(FilecoinLike::blank(log_n)?)?);
+        let recorded = Arc::new(RecordedSystem::record(FilecoinLike::blank(log_n)?)?);
         println!(
             "2^{log_n}: matrices recorded in {} ({:.1} MiB)",
             ms(t.elapsed()),
@@ -144,7 +144,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 None => prove_batch_across(&provers, circuits, rs, ss, &never),
                 Some(matrices) => {
                     let parted = circuits.into_iter().map(|c| c.in_parts(threads)).collect();
-                    prove_batch_precompiled_across(&provers, parted, matrices, rs, ss, &never)
+                    prove_batch_recorded_across(&provers, parted, matrices, rs, ss, &never)
                 }
             };
             // One proof per device untimed: clocks up, buffers, tables and matrices made.
@@ -154,7 +154,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                     None => prover.prove_batch(one, &r, &s)?,
                     Some(matrices) => {
                         let parted = one.into_iter().map(|c| c.in_parts(threads)).collect();
-                        prover.prove_batch_precompiled(parted, matrices, &r, &s)?
+                        prover.prove_batch_recorded(parted, matrices, &r, &s)?
                     }
                 };
             }

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use wgpu_groth16::groth16::circuits::FilecoinLike;
-use wgpu_groth16::groth16::precompiled::ConstraintMatrices;
 use wgpu_groth16::groth16::synthesis::synthesize;
+use wgpu_groth16::recorded::RecordedSystem;
 use wgpu_groth16::Result;
 
 use super::bench::{ms, table_header};
@@ -101,7 +101,7 @@ pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
         let (mut ours, mut own) = (Duration::MAX, Duration::MAX);
         let mut constraints = 0;
         let t = Instant::now();
-        let matrices = ConstraintMatrices::record(circuit.clone())?;
+        let matrices = RecordedSystem::record(circuit.clone())?;
         let record = t.elapsed();
         let (mut witness, mut products, mut equal) = (Duration::MAX, Duration::MAX, true);
         let mut in_parts = Duration::MAX;

@@ -11,8 +11,8 @@ use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
 use rand_core::OsRng;
 use serde_json::json;
+use wgpu_groth16::files::user_cache_dir;
 use wgpu_groth16::groth16::circuits::{FilecoinLike, Sha256Preimage, SizeBounds};
-use wgpu_groth16::groth16::params::user_cache_dir;
 use wgpu_groth16::groth16::{PointCheck, ProvingParameters};
 
 use crate::memory;

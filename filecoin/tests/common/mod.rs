@@ -23,7 +23,7 @@ use rand_core::{RngCore, SeedableRng};
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{Backend, CancelToken, Prover, ProverConfig, ProvingParameters};
 use wgpu_groth16_filecoin::job::{proofs_to_bytes, PartitionCircuits, ProofJob};
-use wgpu_groth16_filecoin::matrices::{MatricesCache, SynthesisPath};
+use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
 
 pub const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 pub const MINER_ID: u64 = 1000;
@@ -40,7 +40,7 @@ pub struct Sealed {
 
 /// The folder of this test binary's scratch files: filecoin-proofs' parameter cache and
 /// parent cache point into it (its settings are read once per process: every test calls
-/// this before the stack), and so does our user cache (constraint matrices).
+/// this before the stack), and so does our user cache (recorded constraint systems).
 pub fn scratch() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -86,7 +86,7 @@ pub fn seal_sector(proof: RegisteredSealProof, seed: u64) -> Sealed {
 
 struct ShapeOfFirst;
 impl PartitionCircuits for ShapeOfFirst {
-    type Output = wgpu_groth16::groth16::synthesis::Shape;
+    type Output = wgpu_groth16::recorded::Shape;
     fn run<C: bellperson::Circuit<Scalar> + Send>(
         self,
         mut circuits: Vec<C>,
@@ -123,7 +123,7 @@ pub fn cpu_prover(params: &ProvingParameters) -> Prover {
 /// Our proofs of `job` on the CPU and the GPU (lavapipe in CI, where its absence fails the
 /// test) equal bellperson's `create_proof_batch` byte for byte, on the same circuits
 /// (filecoin-proofs' own), random-point parameters of their shape, and r, s from `seed`;
-/// and ours came from constraint matrices recorded from the stack's blank circuit, which
+/// and ours came from a constraint system recorded from the stack's blank circuit, which
 /// the witness check found of the same structure as the real ones. Returns the parameters
 /// and bellperson's bytes.
 pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingParameters, Vec<u8>) {
@@ -144,14 +144,14 @@ pub fn assert_equal_to_bellperson(job: &impl ProofJob, seed: u64) -> (ProvingPar
         let (proofs, synthesis, _) = job
             .prove_partitions_reporting(
                 &prover,
-                Some(MatricesCache::shared()),
+                Some(RecordedCache::shared()),
                 &rs,
                 &ss,
                 &CancelToken::new(),
             )
             .expect("ours");
         assert!(
-            matches!(synthesis, SynthesisPath::Matrices { .. }),
+            matches!(synthesis, SynthesisPath::Recorded { .. }),
             "{name}: {synthesis}"
         );
         let ours = proofs_to_bytes(&proofs).expect("bytes");

@@ -8,11 +8,11 @@ use blstrs::Scalar;
 use super::{unlocked, Engine, StageGuard};
 use crate::curve::GpuCurve;
 use crate::gpu::waits::Stage;
-use crate::groth16::precompiled::ConstraintMatrices;
 use crate::groth16::synthesis::ProvingAssignment;
 use crate::msm::{msm_cpu, ResidentBases};
 use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttOp};
-use crate::sparse::DeviceMatrices;
+use crate::recorded::RecordedSystem;
+use crate::sparse::ResidentMatrices;
 use crate::{Error, Result};
 
 /// blstrs and bellperson on this machine's cores.
@@ -50,13 +50,13 @@ impl Engine for CpuEngine {
 
     fn products<'a>(
         &'a self,
-        matrices: &ConstraintMatrices,
-        _: Option<&DeviceMatrices>,
+        system: &RecordedSystem,
+        _: Option<&ResidentMatrices>,
         inputs: &[Scalar],
         aux_values: &[Scalar],
         _: &Cow<'a, [Scalar]>,
     ) -> Result<[Cow<'a, [Scalar]>; 3]> {
-        Ok(matrices.products_of(inputs, aux_values).map(Cow::Owned))
+        Ok(system.products_of(inputs, aux_values).map(Cow::Owned))
     }
 
     fn h_step(&self, inputs: &mut [Cow<'_, [Scalar]>; 3]) -> Result<()> {
@@ -80,14 +80,14 @@ impl Engine for CpuEngine {
         Ok(values.to_vec())
     }
 
-    fn selects_on_device(&self, _: Option<&DeviceMatrices>) -> bool {
+    fn selects_on_device(&self, _: Option<&ResidentMatrices>) -> bool {
         false
     }
 
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,
-        _: Option<&DeviceMatrices>,
+        _: Option<&ResidentMatrices>,
         _: &Cow<'a, [Scalar]>,
     ) -> Result<[Cow<'a, [Scalar]>; 2]> {
         let (a, b) = select_ab(assignment);

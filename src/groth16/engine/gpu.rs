@@ -13,11 +13,11 @@ use crate::gpu::vector::PartLayout;
 use crate::gpu::waits::{self, Stage};
 use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
-use crate::groth16::precompiled::ConstraintMatrices;
 use crate::groth16::synthesis::ProvingAssignment;
 use crate::msm::{MsmConfig, MsmKernels, ResidentBases, Scalars, WORKSPACES_KEPT};
 use crate::ntt::{NttKernels, NttOp};
-use crate::sparse::{query_lengths, DeviceMatrices, ProductLayouts, SparseKernels};
+use crate::recorded::RecordedSystem;
+use crate::sparse::{query_lengths, ProductLayouts, ResidentMatrices, SparseKernels};
 use crate::{Error, Result};
 
 /// The kernels of one device, compiled once.
@@ -27,7 +27,7 @@ pub struct GpuEngine {
     g1: MsmKernels<G1>,
     g2: MsmKernels<G2>,
     ntt: NttKernels,
-    /// Compiled on first use: only the pre-compiled synthesis path needs it.
+    /// Compiled on first use: only proofs of recorded constraint systems need it.
     sparse: Mutex<Option<Arc<SparseKernels>>>,
     /// Held by the worker whose proof is in its staging stage (uploads).
     staging: Mutex<()>,
@@ -111,17 +111,17 @@ impl GpuEngine {
         Ok(kernels)
     }
 
-    /// `matrices` on the device for the products and query scalars of their witnesses,
+    /// `system`'s matrices on the device for the products and query scalars of their witnesses,
     /// within the VRAM budget ([`Error::VramBudget`] when it has no room).
-    pub fn upload_matrices(&self, matrices: &ConstraintMatrices) -> Result<DeviceMatrices> {
-        let [a, b] = query_lengths(matrices);
+    pub fn upload_matrices(&self, system: &RecordedSystem) -> Result<ResidentMatrices> {
+        let [a, b] = query_lengths(system);
         let layouts = ProductLayouts {
-            products: self.padded_layout(matrices.rows())?,
-            aux: self.padded_layout(matrices.aux)?,
+            products: self.padded_layout(system.rows())?,
+            aux: self.padded_layout(system.aux)?,
             a: self.padded_layout(a)?,
             b: self.padded_layout(b)?,
         };
-        self.sparse()?.upload(matrices, layouts, Some(&self.pool))
+        self.sparse()?.upload(system, layouts, Some(&self.pool))
     }
 
     /// The layout of `len` values zero-padded to the next power of two, as
@@ -282,20 +282,20 @@ impl Engine for GpuEngine {
 
     fn products<'a>(
         &'a self,
-        matrices: &ConstraintMatrices,
-        resident: Option<&DeviceMatrices>,
+        system: &RecordedSystem,
+        resident: Option<&ResidentMatrices>,
         inputs: &[Scalar],
         aux_values: &[Scalar],
         aux: &GpuVector<'a>,
     ) -> Result<[GpuVector<'a>; 3]> {
         let (Some(resident), GpuVector::Device(aux)) = (resident, aux) else {
-            let [a, b, c] = matrices.products_of(inputs, aux_values);
+            let [a, b, c] = system.products_of(inputs, aux_values);
             return Ok(self
                 .ntt
                 .upload_h_inputs(&a, &b, &c)?
                 .map(|v| GpuVector::Device(Box::new(v))));
         };
-        let [a, b, c] = [(); 3].map(|_| self.zeroed(matrices.rows()));
+        let [a, b, c] = [(); 3].map(|_| self.zeroed(system.rows()));
         let out = [a?, b?, c?];
         // Waited on, so that the products' time is their own step's and not the H step's.
         let submission =
@@ -348,7 +348,7 @@ impl Engine for GpuEngine {
 
     /// Resident matrices are the ones [`select_ab`](Engine::select_ab) gathers by (from the aux
     /// values [`upload`](Engine::upload) put on the device).
-    fn selects_on_device(&self, resident: Option<&DeviceMatrices>) -> bool {
+    fn selects_on_device(&self, resident: Option<&ResidentMatrices>) -> bool {
         resident.is_some()
     }
 
@@ -360,7 +360,7 @@ impl Engine for GpuEngine {
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,
-        resident: Option<&DeviceMatrices>,
+        resident: Option<&ResidentMatrices>,
         aux: &GpuVector<'a>,
     ) -> Result<[GpuVector<'a>; 2]> {
         if let (Some(resident), GpuVector::Device(aux)) = (resident, aux) {

@@ -19,7 +19,6 @@ use std::sync::{Arc, MutexGuard, OnceLock};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
-use super::precompiled::ConstraintMatrices;
 use super::synthesis::ProvingAssignment;
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::context::select_adapters;
@@ -27,7 +26,8 @@ use crate::gpu::waits::{self, Stage, StageMark};
 use crate::gpu::{AdapterSelector, GpuContext};
 use crate::msm::{MsmConfig, ResidentBases};
 use crate::ntt::NttOp;
-use crate::sparse::DeviceMatrices;
+use crate::recorded::RecordedSystem;
+use crate::sparse::ResidentMatrices;
 use crate::{Error, Result};
 
 /// Where a proof's heavy steps run. A vector or a set of bases is the engine's own: host
@@ -65,15 +65,15 @@ pub trait Engine: Sync {
     ) -> Result<[Self::Vector<'a>; 3]>;
 
     /// The H step's a, b, c of a witness whose products were left to the proof
-    /// (`ProvingAssignment::deferred_products`): A·z, B·z and C·z of `matrices`, z the
+    /// (`ProvingAssignment::deferred_products`): A·z, B·z and C·z of `system`'s matrices, z the
     /// `inputs` then `aux_values`, where this engine computes, as [`h_inputs`](Self::h_inputs)
     /// gives them. `aux` is `aux_values` as [`upload`](Self::upload) put them (the L MSM's
     /// scalars, which a GPU reads in place); `resident` the matrices on this engine's device,
     /// if they are kept there (else the products run on the CPU).
     fn products<'a>(
         &'a self,
-        matrices: &ConstraintMatrices,
-        resident: Option<&DeviceMatrices>,
+        system: &RecordedSystem,
+        resident: Option<&ResidentMatrices>,
         inputs: &[Scalar],
         aux_values: &[Scalar],
         aux: &Self::Vector<'a>,
@@ -93,7 +93,7 @@ pub trait Engine: Sync {
     /// Whether [`select_ab`](Self::select_ab) with `resident` matrices gathers on this
     /// engine's device (a few kernels, waited on: the prover runs it as a step of its own)
     /// rather than on the host (seconds at 2^27: the prover runs it beside the H step).
-    fn selects_on_device(&self, resident: Option<&DeviceMatrices>) -> bool;
+    fn selects_on_device(&self, resident: Option<&ResidentMatrices>) -> bool;
 
     /// The A and B queries' scalars of a proof: A's are the inputs, then the aux variables
     /// A's density marks; B's are the inputs and the aux variables B's densities mark.
@@ -104,7 +104,7 @@ pub trait Engine: Sync {
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,
-        resident: Option<&DeviceMatrices>,
+        resident: Option<&ResidentMatrices>,
         aux: &Self::Vector<'a>,
     ) -> Result<[Self::Vector<'a>; 2]>;
 

@@ -1,12 +1,4 @@
-//! Constraint matrices on disk. Recording a production circuit takes tens of seconds and
-//! several GiB, so its matrices are written once and read back by every later process.
-//!
-//! A file is named by its [`MatricesKey`]: the caller's identity of the circuit and the
-//! digest of the parameters' verifying key, so matrices are never reused across circuits or
-//! parameter sets. Whatever a file says, the witness run still checks counts and trace
-//! against it ([`ConstraintMatrices::witness`]); reading it checks that it is whole (a
-//! BLAKE3 digest of everything) and that every index in it is in range, so a damaged or
-//! hostile file is an error, never a panic or an out-of-bounds product.
+//! The file of a recorded constraint system.
 //!
 //! Format, version 2 (version 1 held another trace), all integers little-endian:
 //!
@@ -25,138 +17,30 @@
 //! Rows are `constraints + inputs` (the `input * 0 = 0` ones last), so every length follows
 //! from the header and is checked against the file's size before anything is allocated.
 
-use std::fmt;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use bellperson::groth16::VerifyingKey;
-use bellperson::Circuit;
-use blstrs::{Bls12, Scalar};
+use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
-use super::{ConstraintMatrices, Matrix, Trace, AUX, MINUS_ONE, PLUS_ONE};
-use crate::groth16::params::user_cache_dir;
-use crate::groth16::synthesis::Density;
-use crate::{Error, Result};
+use super::{Density, Matrix, RecordedKey, RecordedSystem, Trace, AUX, MINUS_ONE, PLUS_ONE};
 
-const MAGIC: [u8; 8] = *b"WG16MTRX";
-const VERSION: u32 = 2;
-const HEADER_BYTES: usize = 128;
-const DIGEST_BYTES: u64 = 32;
+pub(super) const MAGIC: [u8; 8] = *b"WG16MTRX";
+pub(super) const VERSION: u32 = 2;
+pub(super) const HEADER_BYTES: usize = 128;
+pub(super) const DIGEST_BYTES: u64 = 32;
 /// Longest circuit identity kept in a file (it only names the circuit in messages).
 const MAX_IDENTITY: usize = 1024;
 /// Bytes read (and hashed) at a time.
 const CHUNK: usize = 16 << 20;
 
-/// What a matrices file is for: one circuit structure with one parameter set.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct MatricesKey {
-    circuit: String,
-    digest: [u8; 32],
-}
-
-impl MatricesKey {
-    /// The key of circuit `circuit` (the caller's name for its structure, e.g.
-    /// `"StackedDrg2KiBV1_1 porep-id 0500…"`) proved with parameters whose verifying key is
-    /// `vk`.
-    pub fn new(circuit: &str, vk: &VerifyingKey<Bls12>) -> Result<Self> {
-        let mut bytes = Vec::new();
-        vk.write(&mut bytes)
-            .map_err(|e| Error::Internal(format!("cannot serialize a verifying key: {e}")))?;
-        Ok(Self::from_vk_bytes(circuit, &bytes))
-    }
-
-    /// [`new`](Self::new) from the verifying key as bellperson writes it (a `.vk` file).
-    pub fn from_vk_bytes(circuit: &str, vk: &[u8]) -> Self {
-        let mut hasher = blake3::Hasher::new_derive_key("wgpu-groth16 constraint matrices key v1");
-        hasher.update(&(circuit.len() as u64).to_le_bytes());
-        hasher.update(circuit.as_bytes());
-        hasher.update(blake3::hash(vk).as_bytes());
-        MatricesKey {
-            circuit: circuit.to_owned(),
-            digest: *hasher.finalize().as_bytes(),
-        }
-    }
-
-    pub fn circuit(&self) -> &str {
-        &self.circuit
-    }
-
-    pub fn digest(&self) -> [u8; 32] {
-        self.digest
-    }
-
-    /// The file of these matrices in folder `dir`.
-    pub fn path_in(&self, dir: &Path) -> PathBuf {
-        dir.join(format!(
-            "v{VERSION}-{}.matrices",
-            blake3::Hash::from(self.digest).to_hex()
-        ))
-    }
-}
-
-/// `matrices` in the user's cache folder ([`user_cache_dir`]).
-pub fn default_matrices_dir() -> Option<PathBuf> {
-    user_cache_dir().map(|d| d.join("matrices"))
-}
-
-/// Where [`ConstraintMatrices::load_or_record`] got the matrices.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// Read from this file.
-    Loaded(PathBuf),
-    /// Recorded from the circuit, then written to this file (`None`: not written, which
-    /// was logged).
-    Recorded(Option<PathBuf>),
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Loaded(path) => write!(f, "loaded from {}", path.display()),
-            Origin::Recorded(Some(path)) => write!(f, "recorded, written to {}", path.display()),
-            Origin::Recorded(None) => write!(f, "recorded (not written)"),
-        }
-    }
-}
-
-impl ConstraintMatrices {
-    /// Writes the matrices for `key` to `path`, whole or not at all ([`crate::files`]): a
-    /// failure leaves a file already at `path` as it was. The parent folder must exist.
-    pub fn write_to(&self, path: &Path, key: &MatricesKey) -> Result<()> {
-        let start = Instant::now();
-        crate::files::write_whole("constraint matrices", path, |out| {
-            let mut sink = Sink {
-                out,
-                hasher: blake3::Hasher::new(),
-            };
-            self.encode(&mut sink, key)?;
-            let digest = sink.hasher.finalize();
-            sink.out.write_all(digest.as_bytes())
-        })
-        .map_err(|e| Error::MatricesFile {
-            path: path.display().to_string(),
-            reason: match e {
-                Error::File { source, .. } => format!("cannot write it: {source}"),
-                other => other.to_string(),
-            },
-        })?;
-        log::info!(
-            "wrote constraint matrices ({:.1} MiB) to {} in {:.2?}",
-            self.bytes() as f64 / (1u64 << 20) as f64,
-            path.display(),
-            start.elapsed()
-        );
-        Ok(())
-    }
-
-    fn encode(&self, sink: &mut Sink<'_>, key: &MatricesKey) -> io::Result<()> {
-        let identity = identity_bytes(&key.circuit);
+impl RecordedSystem {
+    /// Writes the system for `key` into `sink`, all but the closing digest.
+    pub(super) fn encode(&self, sink: &mut Sink<'_>, key: &RecordedKey) -> io::Result<()> {
+        let identity = identity_bytes(key.circuit());
         let header = Header {
-            key: key.digest,
+            key: key.digest(),
             trace: self.trace.0,
             inputs: self.inputs as u64,
             aux: self.aux as u64,
@@ -187,23 +71,16 @@ impl ConstraintMatrices {
         Ok(())
     }
 
-    /// Reads matrices that [`write_to`](Self::write_to) wrote for `key`. Every length is
-    /// checked against the file's size before anything is allocated, the digest against the
-    /// content, and every index against the counts: a file that is truncated, damaged, of
-    /// another version or for another key is an error naming it and why.
-    pub fn read_from(path: &Path, key: &MatricesKey) -> Result<Self> {
-        let start = Instant::now();
-        let failed = |reason: String| Error::MatricesFile {
-            path: path.display().to_string(),
-            reason,
-        };
-        let io_failed = |e: io::Error| failed(format!("cannot read it: {e}"));
-        let metadata = fs::metadata(path).map_err(io_failed)?;
-        if !metadata.is_file() {
-            return Err(failed("not a regular file".into()));
-        }
-        let file = File::open(path).map_err(io_failed)?;
-        let len = file.metadata().map_err(io_failed)?.len();
+    /// The system in `file` of `len` bytes, written for `key`: every length checked against
+    /// `len` before anything is allocated, the digest against the content, every index
+    /// against the counts. An error says why, for a message naming the file.
+    pub(super) fn decode(
+        file: File,
+        len: u64,
+        key: &RecordedKey,
+    ) -> std::result::Result<Self, String> {
+        let failed = |reason: String| reason;
+        let io_failed = |e: io::Error| format!("cannot read it: {e}");
         let mut source = Source {
             file,
             hasher: blake3::Hasher::new(),
@@ -231,15 +108,15 @@ impl ConstraintMatrices {
         let mut identity = vec![0u8; header.identity as usize + padding(header.identity as usize)];
         source.fill(&mut identity).map_err(io_failed)?;
         identity.truncate(header.identity as usize);
-        if header.key != key.digest {
+        if header.key != key.digest() {
             return Err(failed(format!(
                 "made for another circuit or parameters ({:?}), not {:?}",
                 String::from_utf8_lossy(&identity),
-                key.circuit
+                key.circuit()
             )));
         }
 
-        let mut density = |bits: usize| -> Result<(Vec<u64>, usize)> {
+        let mut density = |bits: usize| -> std::result::Result<(Vec<u64>, usize), String> {
             let mut words = vec![0u64; bits.div_ceil(64)];
             source.fill_u64s(&mut words).map_err(io_failed)?;
             Ok((words, bits))
@@ -251,7 +128,7 @@ impl ConstraintMatrices {
         ];
         let mut value_bytes = vec![0u8; layout.values * 32];
         source.fill(&mut value_bytes).map_err(io_failed)?;
-        let mut matrix = |entries: usize| -> Result<Matrix> {
+        let mut matrix = |entries: usize| -> std::result::Result<Matrix, String> {
             let mut m = Matrix {
                 row_starts: vec![0; layout.rows + 1],
                 columns: vec![0; entries],
@@ -288,7 +165,7 @@ impl ConstraintMatrices {
         for (name, matrix) in [("A", &a), ("B", &b), ("C", &c)] {
             check_matrix(matrix, &layout).map_err(|why| failed(format!("matrix {name}: {why}")))?;
         }
-        let matrices = ConstraintMatrices {
+        Ok(RecordedSystem {
             inputs: layout.inputs,
             aux: layout.aux,
             constraints: layout.constraints,
@@ -300,63 +177,14 @@ impl ConstraintMatrices {
             b_input_density,
             b_aux_density,
             trace: Trace(header.trace),
-        };
-        log::info!(
-            "read constraint matrices ({} constraints, {:.1} MiB) from {} in {:.2?}",
-            matrices.constraints,
-            len as f64 / (1u64 << 20) as f64,
-            path.display(),
-            start.elapsed()
-        );
-        Ok(matrices)
-    }
-
-    /// The matrices for `key` from their file in `dir` (the user's cache,
-    /// [`default_matrices_dir`], when `None`); where there is none, or it cannot be read,
-    /// recorded from `circuit()` (called only then) and written there for the next time. A
-    /// file that cannot be read is logged and replaced; one that cannot be written is
-    /// logged: the matrices are returned all the same.
-    pub fn load_or_record<C: Circuit<Scalar>>(
-        dir: Option<&Path>,
-        key: &MatricesKey,
-        circuit: impl FnOnce() -> Result<C>,
-    ) -> Result<(Self, Origin)> {
-        let dir = dir.map(Path::to_path_buf).or_else(default_matrices_dir);
-        let Some(dir) = dir else {
-            log::warn!("no cache folder (HOME is not set): constraint matrices are not kept");
-            return Ok((Self::record(circuit()?)?, Origin::Recorded(None)));
-        };
-        let path = key.path_in(&dir);
-        match Self::read_from(&path, key) {
-            Ok(matrices) => return Ok((matrices, Origin::Loaded(path))),
-            Err(_) if !path.exists() => log::info!(
-                "no constraint matrices for {:?} in {}: recording them",
-                key.circuit,
-                dir.display()
-            ),
-            Err(e) => log::warn!("{e}; recording them again"),
-        }
-        let matrices = Self::record(circuit()?)?;
-        let written = fs::create_dir_all(&dir)
-            .map_err(|e| Error::MatricesFile {
-                path: path.display().to_string(),
-                reason: format!("cannot create its folder: {e}"),
-            })
-            .and_then(|()| matrices.write_to(&path, key));
-        match written {
-            Ok(()) => Ok((matrices, Origin::Recorded(Some(path)))),
-            Err(e) => {
-                log::warn!("{e}; the next process records them again");
-                Ok((matrices, Origin::Recorded(None)))
-            }
-        }
+        })
     }
 }
 
 /// The file being written, and the digest of what went into it.
-struct Sink<'a> {
-    out: &'a mut dyn Write,
-    hasher: blake3::Hasher,
+pub(super) struct Sink<'a> {
+    pub(super) out: &'a mut dyn Write,
+    pub(super) hasher: blake3::Hasher,
 }
 
 impl Sink<'_> {
@@ -473,7 +301,7 @@ impl Header {
 
     fn decode(bytes: &[u8; HEADER_BYTES]) -> std::result::Result<Self, String> {
         if bytes[..8] != MAGIC {
-            return Err("not a constraint matrices file (wrong magic)".into());
+            return Err("not a recorded constraint system file (wrong magic)".into());
         }
         let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4]));
         let version = word(8);

@@ -1,4 +1,4 @@
-//! Constraint matrices on disk: what is written reads back equal and proves as bellperson
+//! Recorded constraint systems on disk: what is written reads back equal and proves as bellperson
 //! does; a file that is truncated, damaged, of another format or for another key is an
 //! error, never a panic; a write is whole or leaves the earlier file; `load_or_record`
 //! records once, then loads.
@@ -17,8 +17,8 @@ use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::groth16::circuits::{BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage};
-use wgpu_groth16::groth16::precompiled::{ConstraintMatrices, MatricesKey, Origin};
 use wgpu_groth16::groth16::{Prover, ProverEngine};
+use wgpu_groth16::recorded::{Origin, RecordedKey, RecordedSystem};
 use wgpu_groth16::Error;
 
 use common::scratch;
@@ -49,26 +49,26 @@ impl Circuit<Scalar> for LateInput {
     }
 }
 
-fn key(name: &str) -> MatricesKey {
-    MatricesKey::from_vk_bytes(name, b"a verifying key")
+fn key(name: &str) -> RecordedKey {
+    RecordedKey::from_vk_bytes(name, b"a verifying key")
 }
 
-fn written(dir: &Path, matrices: &ConstraintMatrices, key: &MatricesKey) -> Vec<u8> {
+fn written(dir: &Path, matrices: &RecordedSystem, key: &RecordedKey) -> Vec<u8> {
     let path = key.path_in(dir);
     matrices.write_to(&path, key).expect("written");
     fs::read(path).unwrap()
 }
 
 /// `bytes` at the key's path in `dir`, then read back.
-fn read_bytes(dir: &Path, key: &MatricesKey, bytes: &[u8]) -> Result<ConstraintMatrices, Error> {
+fn read_bytes(dir: &Path, key: &RecordedKey, bytes: &[u8]) -> Result<RecordedSystem, Error> {
     let path = key.path_in(dir);
     fs::write(&path, bytes).unwrap();
-    ConstraintMatrices::read_from(&path, key)
+    RecordedSystem::read_from(&path, key)
 }
 
-fn refusal(result: Result<ConstraintMatrices, Error>) -> String {
+fn refusal(result: Result<RecordedSystem, Error>) -> String {
     match result {
-        Err(Error::MatricesFile { reason, .. }) => reason,
+        Err(Error::RecordedFile { reason, .. }) => reason,
         Err(other) => panic!("another error: {other}"),
         Ok(_) => panic!("accepted"),
     }
@@ -81,40 +81,40 @@ fn redigest(bytes: &mut [u8]) {
     bytes[body..].copy_from_slice(digest.as_bytes());
 }
 
-fn small_matrices() -> ConstraintMatrices {
-    ConstraintMatrices::record(FilecoinLike::blank(8).unwrap()).unwrap()
+fn small_matrices() -> RecordedSystem {
+    RecordedSystem::record(FilecoinLike::blank(8).unwrap()).unwrap()
 }
 
 #[test]
 fn matrices_read_back_equal_to_those_written() {
     let dir = scratch("round-trip");
-    let circuits: Vec<(&str, ConstraintMatrices)> = vec![
+    let circuits: Vec<(&str, RecordedSystem)> = vec![
         (
             "sha256",
-            ConstraintMatrices::record(Sha256Preimage::blank(64)).unwrap(),
+            RecordedSystem::record(Sha256Preimage::blank(64)).unwrap(),
         ),
         (
             "filecoin-like",
-            ConstraintMatrices::record(FilecoinLike::blank(12).unwrap()).unwrap(),
+            RecordedSystem::record(FilecoinLike::blank(12).unwrap()).unwrap(),
         ),
         (
             "many-inputs",
-            ConstraintMatrices::record(ManyInputs::blank(70)).unwrap(),
+            RecordedSystem::record(ManyInputs::blank(70)).unwrap(),
         ),
         (
             "bits-heavy",
-            ConstraintMatrices::record(BitsHeavy::blank(300)).unwrap(),
+            RecordedSystem::record(BitsHeavy::blank(300)).unwrap(),
         ),
         (
             "late-input",
-            ConstraintMatrices::record(LateInput { x: None }).unwrap(),
+            RecordedSystem::record(LateInput { x: None }).unwrap(),
         ),
     ];
     for (name, matrices) in circuits {
         let key = key(name);
         let path = key.path_in(&dir);
         matrices.write_to(&path, &key).expect("written");
-        let read = ConstraintMatrices::read_from(&path, &key).expect("read");
+        let read = RecordedSystem::read_from(&path, &key).expect("read");
         assert!(read == matrices, "{name}: read back differently");
     }
 }
@@ -128,16 +128,16 @@ fn proofs_through_loaded_matrices_equal_bellperson() {
         &mut ChaCha20Rng::seed_from_u64(5),
     )
     .unwrap();
-    let key = MatricesKey::new("sha256 of 32 bytes", &params.vk).unwrap();
+    let key = RecordedKey::new("sha256 of 32 bytes", &params.vk).unwrap();
     let mut vk = Vec::new();
     params.vk.write(&mut vk).unwrap();
-    assert_eq!(key, MatricesKey::from_vk_bytes("sha256 of 32 bytes", &vk));
+    assert_eq!(key, RecordedKey::from_vk_bytes("sha256 of 32 bytes", &vk));
     let path = key.path_in(&dir);
-    ConstraintMatrices::record(blank)
+    RecordedSystem::record(blank)
         .unwrap()
         .write_to(&path, &key)
         .unwrap();
-    let matrices = Arc::new(ConstraintMatrices::read_from(&path, &key).unwrap());
+    let matrices = Arc::new(RecordedSystem::read_from(&path, &key).unwrap());
 
     let circuits: Vec<Sha256Preimage> = (0..2u8).map(|i| Sha256Preimage::new(&[i; 32])).collect();
     let mut rng = ChaCha20Rng::seed_from_u64(6);
@@ -146,7 +146,7 @@ fn proofs_through_loaded_matrices_equal_bellperson() {
     let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone()).unwrap();
     let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None).unwrap();
     let proofs = prover
-        .prove_batch_precompiled(circuits, &matrices, &rs, &ss)
+        .prove_batch_recorded(circuits, &matrices, &rs, &ss)
         .unwrap();
     for (ours, theirs) in proofs.iter().zip(&expected) {
         assert_eq!(common::proof_bytes(ours), common::proof_bytes(theirs));
@@ -217,14 +217,14 @@ fn another_magic_version_or_key_is_refused() {
     let path = key.path_in(&dir);
     fs::write(&path, &bytes).unwrap();
     for wrong in [
-        MatricesKey::from_vk_bytes("circuit two", b"a verifying key"),
-        MatricesKey::from_vk_bytes("circuit one", b"another verifying key"),
+        RecordedKey::from_vk_bytes("circuit two", b"a verifying key"),
+        RecordedKey::from_vk_bytes("circuit one", b"another verifying key"),
     ] {
-        let why = refusal(ConstraintMatrices::read_from(&path, &wrong));
+        let why = refusal(RecordedSystem::read_from(&path, &wrong));
         assert!(why.contains("another circuit or parameters"), "{why}");
         assert!(why.contains("circuit one"), "{why}");
     }
-    let why = refusal(ConstraintMatrices::read_from(&dir, &key));
+    let why = refusal(RecordedSystem::read_from(&dir, &key));
     assert!(why.contains("not a regular file"), "{why}");
 }
 
@@ -233,7 +233,7 @@ fn another_magic_version_or_key_is_refused() {
 fn consistent_digest_over_impossible_contents_is_refused() {
     let dir = scratch("impossible");
     let key = key("impossible");
-    let matrices = ConstraintMatrices::record(LateInput { x: None }).unwrap();
+    let matrices = RecordedSystem::record(LateInput { x: None }).unwrap();
     let bytes = written(&dir, &matrices, &key);
     let len = bytes.len();
     // The file ends with C's coefficients (u32 each), then the digest: the last
@@ -281,16 +281,16 @@ fn a_failed_write_creates_nothing_and_a_rewrite_replaces_the_whole_file() {
     let err = small_matrices()
         .write_to(&blocker.join("m.matrices"), &key)
         .unwrap_err();
-    assert!(matches!(err, Error::MatricesFile { .. }), "{err}");
+    assert!(matches!(err, Error::RecordedFile { .. }), "{err}");
     assert_eq!(fs::read(&blocker).unwrap(), b"not a folder");
 
     // Larger matrices, then smaller ones over them: the smaller read back, no leftovers.
     let path = key.path_in(&dir);
-    let large = ConstraintMatrices::record(FilecoinLike::blank(11).unwrap()).unwrap();
+    let large = RecordedSystem::record(FilecoinLike::blank(11).unwrap()).unwrap();
     large.write_to(&path, &key).unwrap();
     let small = small_matrices();
     small.write_to(&path, &key).unwrap();
-    assert!(ConstraintMatrices::read_from(&path, &key).unwrap() == small);
+    assert!(RecordedSystem::read_from(&path, &key).unwrap() == small);
     let mut names: Vec<String> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -309,10 +309,10 @@ fn load_or_record_records_once_then_loads_and_replaces_a_damaged_file() {
         calls.set(calls.get() + 1);
         Ok(FilecoinLike::blank(9).unwrap())
     };
-    let (first, origin) = ConstraintMatrices::load_or_record(Some(&dir), &key, circuit).unwrap();
+    let (first, origin) = RecordedSystem::load_or_record(Some(&dir), &key, circuit).unwrap();
     let path = key.path_in(&dir);
     assert_eq!(origin, Origin::Recorded(Some(path.clone())));
-    let (second, origin) = ConstraintMatrices::load_or_record(Some(&dir), &key, circuit).unwrap();
+    let (second, origin) = RecordedSystem::load_or_record(Some(&dir), &key, circuit).unwrap();
     assert_eq!(origin, Origin::Loaded(path.clone()));
     assert_eq!(calls.get(), 1, "the second call recorded again");
     assert!(first == second);
@@ -322,17 +322,17 @@ fn load_or_record_records_once_then_loads_and_replaces_a_damaged_file() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 1;
     fs::write(&path, &bytes).unwrap();
-    let (third, origin) = ConstraintMatrices::load_or_record(Some(&dir), &key, circuit).unwrap();
+    let (third, origin) = RecordedSystem::load_or_record(Some(&dir), &key, circuit).unwrap();
     assert_eq!(origin, Origin::Recorded(Some(path.clone())));
     assert_eq!(calls.get(), 2);
     assert!(third == first);
-    assert!(ConstraintMatrices::read_from(&path, &key).unwrap() == first);
+    assert!(RecordedSystem::read_from(&path, &key).unwrap() == first);
 
     // A folder that cannot be made: recorded all the same, not written.
     let blocker = dir.join("a-file");
     fs::write(&blocker, b"").unwrap();
     let (fourth, origin) =
-        ConstraintMatrices::load_or_record(Some(&blocker.join("sub")), &key, circuit).unwrap();
+        RecordedSystem::load_or_record(Some(&blocker.join("sub")), &key, circuit).unwrap();
     assert_eq!(origin, Origin::Recorded(None));
     assert!(fourth == first);
 }

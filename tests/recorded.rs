@@ -1,4 +1,4 @@
-//! Pre-compiled constraint systems: a circuit's matrices recorded once, then each circuit of
+//! Recorded constraint systems: a circuit's constraint system recorded once, then each circuit of
 //! that structure synthesized from its witness alone must give exactly what full synthesis
 //! gives, and proofs through it must equal bellperson's byte for byte; a circuit of another
 //! structure must be refused.
@@ -13,12 +13,12 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use wgpu_groth16::groth16::batch::prove_batch_precompiled_across;
+use wgpu_groth16::groth16::batch::prove_batch_recorded_across;
 use wgpu_groth16::groth16::circuits::{BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage};
-use wgpu_groth16::groth16::precompiled::{CircuitParts, ConstraintMatrices};
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, Step};
 use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::recorded::{CircuitParts, RecordedSystem};
 use wgpu_groth16::Error;
 
 /// Inputs allocated after constraints over aux variables, as Filecoin's `inputize` does:
@@ -80,7 +80,7 @@ fn late_inputs(seed: u64, inputs_first: bool) -> LateInputs {
 
 /// Matrices recorded from `blank` synthesize `circuit` exactly as full synthesis does.
 fn assert_same_assignment<C: Circuit<Scalar> + Clone>(blank: C, circuit: C) {
-    let matrices = ConstraintMatrices::record(blank).expect("recorded");
+    let matrices = RecordedSystem::record(blank).expect("recorded");
     let ours = matrices.synthesize(circuit.clone()).expect("witness run");
     let full = synthesize(circuit).expect("full synthesis");
     assert!(
@@ -111,7 +111,7 @@ fn recorded_synthesis_equals_full_synthesis() {
 
 #[test]
 fn one_recording_serves_every_witness() {
-    let matrices = ConstraintMatrices::record(FilecoinLike::new(10, 0).unwrap()).unwrap();
+    let matrices = RecordedSystem::record(FilecoinLike::new(10, 0).unwrap()).unwrap();
     for seed in 1..4 {
         let circuit = FilecoinLike::new(10, seed).unwrap();
         let ours = matrices.synthesize(circuit.clone()).unwrap();
@@ -121,13 +121,13 @@ fn one_recording_serves_every_witness() {
 
 #[test]
 fn another_structure_is_refused() {
-    let matrices = ConstraintMatrices::record(FilecoinLike::blank(10).unwrap()).unwrap();
+    let matrices = RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap();
     match matrices.synthesize(FilecoinLike::new(11, 0).unwrap()) {
         Err(Error::CircuitStructure(why)) => assert!(why.contains("recorded"), "{why}"),
         other => panic!("a larger circuit was not refused: {other:?}"),
     }
     // The same variables and constraints in another order.
-    let matrices = ConstraintMatrices::record(late_inputs(1, false)).unwrap();
+    let matrices = RecordedSystem::record(late_inputs(1, false)).unwrap();
     match matrices.synthesize(late_inputs(1, true)) {
         Err(Error::CircuitStructure(why)) => assert!(why.contains("another order"), "{why}"),
         other => panic!("a reordered circuit was not refused: {other:?}"),
@@ -138,7 +138,7 @@ fn another_structure_is_refused() {
 /// not add up to the recorded circuit are refused.
 #[test]
 fn witness_in_parts_equals_the_whole_witness() {
-    let matrices = ConstraintMatrices::record(FilecoinLike::blank(11).unwrap()).unwrap();
+    let matrices = RecordedSystem::record(FilecoinLike::blank(11).unwrap()).unwrap();
     let circuit = FilecoinLike::new(11, 7).unwrap();
     let full = synthesize(circuit.clone()).unwrap();
     for parts in [1, 2, 3, 5, 16, 40] {
@@ -161,7 +161,7 @@ fn witness_in_parts_equals_the_whole_witness() {
         Err(Error::CircuitStructure(_))
     ));
     // The same counts in another order: a part's prefix is not the circuit's prefix.
-    let matrices = ConstraintMatrices::record(late_inputs(1, false)).unwrap();
+    let matrices = RecordedSystem::record(late_inputs(1, false)).unwrap();
     let reordered = CircuitParts {
         prefix: late_inputs(1, true),
         parts: vec![late_inputs(1, false)],
@@ -173,14 +173,14 @@ fn witness_in_parts_equals_the_whole_witness() {
 }
 
 #[test]
-fn precompiled_proofs_equal_bellperson_on_every_engine() {
+fn recorded_proofs_equal_bellperson_on_every_engine() {
     let blank = Sha256Preimage::blank(32);
     let params = generate_random_parameters::<Bls12, _, _>(
         blank.clone(),
         &mut ChaCha20Rng::seed_from_u64(5),
     )
     .unwrap();
-    let matrices = Arc::new(ConstraintMatrices::record(blank).unwrap());
+    let matrices = Arc::new(RecordedSystem::record(blank).unwrap());
     let circuits: Vec<Sha256Preimage> = (0..3u8).map(|i| Sha256Preimage::new(&[i; 32])).collect();
     let mut rng = ChaCha20Rng::seed_from_u64(6);
     let rs: Vec<Scalar> = (0..3).map(|_| Scalar::random(&mut rng)).collect();
@@ -195,7 +195,7 @@ fn precompiled_proofs_equal_bellperson_on_every_engine() {
     for engine in engines {
         let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
         let proofs = prover
-            .prove_batch_precompiled(circuits.clone(), &matrices, &rs, &ss)
+            .prove_batch_recorded(circuits.clone(), &matrices, &rs, &ss)
             .unwrap();
         // On a GPU the products ran there, beside the bases.
         assert_eq!(
@@ -225,24 +225,24 @@ fn device_products_equal_the_cpu_products() {
         return;
     };
     let bits: Vec<bool> = (0..300).map(|i| i % 3 != 0).collect();
-    let cases: Vec<(&str, Arc<ConstraintMatrices>, _)> = vec![
+    let cases: Vec<(&str, Arc<RecordedSystem>, _)> = vec![
         (
             "late inputs",
-            Arc::new(ConstraintMatrices::record(late_inputs(0, false)).unwrap()),
-            Box::new(|m: &Arc<ConstraintMatrices>| m.witness_assignment(late_inputs(1, false)))
-                as Box<dyn Fn(&Arc<ConstraintMatrices>) -> _>,
+            Arc::new(RecordedSystem::record(late_inputs(0, false)).unwrap()),
+            Box::new(|m: &Arc<RecordedSystem>| m.witness_assignment(late_inputs(1, false)))
+                as Box<dyn Fn(&Arc<RecordedSystem>) -> _>,
         ),
         (
             "bits",
-            Arc::new(ConstraintMatrices::record(BitsHeavy::blank(300)).unwrap()),
-            Box::new(move |m: &Arc<ConstraintMatrices>| {
+            Arc::new(RecordedSystem::record(BitsHeavy::blank(300)).unwrap()),
+            Box::new(move |m: &Arc<RecordedSystem>| {
                 m.witness_assignment(BitsHeavy::new(bits.clone()))
             }),
         ),
         (
             "FilecoinLike 2^8",
-            Arc::new(ConstraintMatrices::record(FilecoinLike::blank(8).unwrap()).unwrap()),
-            Box::new(|m: &Arc<ConstraintMatrices>| {
+            Arc::new(RecordedSystem::record(FilecoinLike::blank(8).unwrap()).unwrap()),
+            Box::new(|m: &Arc<RecordedSystem>| {
                 m.witness_assignment(FilecoinLike::new(8, 4).unwrap())
             }),
         ),
@@ -266,7 +266,7 @@ fn device_products_equal_the_cpu_products() {
 fn assert_device_products(
     gpu: &wgpu_groth16::gpu::GpuContext,
     kernels: &wgpu_groth16::sparse::SparseKernels,
-    matrices: &ConstraintMatrices,
+    matrices: &RecordedSystem,
     assignment: &wgpu_groth16::groth16::synthesis::ProvingAssignment,
     limit: Option<u64>,
     what: &str,
@@ -392,12 +392,12 @@ fn a_row_at_llvmpipes_loop_cap_equals_the_cpu_products() {
         let kernels = SparseKernels::new(gpu, wide).unwrap();
         // The loop's exit, then one trip an entry and a multiplication's each.
         let most = (MAX_LOOP_TRIPS as usize - 1) / (1 + Scalar::mul_loop_trips(wide) as usize);
-        let matrices = Arc::new(ConstraintMatrices::record(LongRow::blank(most)).unwrap());
+        let matrices = Arc::new(RecordedSystem::record(LongRow::blank(most)).unwrap());
         let assignment = matrices.witness_assignment(LongRow::new(1, most)).unwrap();
         let what = format!("a row of {most} entries, {wide}");
         assert_device_products(gpu, &kernels, &matrices, &assignment, None, &what);
 
-        let over = ConstraintMatrices::record(LongRow::blank(most + 1)).unwrap();
+        let over = RecordedSystem::record(LongRow::blank(most + 1)).unwrap();
         let [a, b] = wgpu_groth16::sparse::query_lengths(&over);
         let layouts = wgpu_groth16::sparse::ProductLayouts {
             products: vector_layout(over.rows(), None),
@@ -432,7 +432,7 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
         &mut ChaCha20Rng::seed_from_u64(8),
     )
     .unwrap();
-    let matrices = Arc::new(ConstraintMatrices::record(blank).unwrap());
+    let matrices = Arc::new(RecordedSystem::record(blank).unwrap());
     let circuits: Vec<FilecoinLike> = (0..2).map(|i| FilecoinLike::new(10, i).unwrap()).collect();
     let mut rng = ChaCha20Rng::seed_from_u64(9);
     let rs: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
@@ -457,7 +457,7 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
         let provers = std::slice::from_ref(&prover);
         let never = CancelToken::new();
         let (proofs, report) =
-            prove_batch_precompiled_across(provers, circuits.clone(), &matrices, &rs, &ss, &never)
+            prove_batch_recorded_across(provers, circuits.clone(), &matrices, &rs, &ss, &never)
                 .unwrap();
         assert_eq!(
             prover.device_matrices(&matrices).is_some(),
