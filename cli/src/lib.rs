@@ -2,7 +2,7 @@
 //! daemon) share with it: device options, output as text or JSON, one-line errors, the
 //! process's start. The library logs; this crate owns what the user sees.
 //!
-//! [`commands`] holds `wgpu-groth16`'s commands; [`output`] prints lines, tables and
+//! `commands` holds `wgpu-groth16`'s commands; [`output`] prints lines, tables and
 //! spinners; [`memory`] refuses jobs larger than the machine; [`signals`] removes
 //! temporaries when a signal ends the process.
 

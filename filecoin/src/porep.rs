@@ -208,7 +208,7 @@ impl ProofJob for SealCommit {
         with_tree!(self.sector_size(), Tree => run_on_blank::<Tree, W>(self, work))
     }
 
-    /// Each partition's challenges in groups, every group a part ([`StackedPart`]).
+    /// Each partition's challenges in groups, every group a part (`StackedPart`).
     fn with_witness_circuits<W: PartitionWitnesses>(
         &self,
         parts: usize,

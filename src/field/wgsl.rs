@@ -6,7 +6,7 @@ const FQ: &str = include_str!("../../shaders/gen/fq.wgsl");
 const FR: &str = include_str!("../../shaders/gen/fr.wgsl");
 const FQ2: &str = include_str!("../../shaders/fq2.wgsl");
 
-/// Fq2 = Fq[u] / (u^2 + 1), over [`fq`], and its multiplication as the `wide` path writes
+/// Fq2 = Fq\[u\] / (u^2 + 1), over [`fq`], and its multiplication as the `wide` path writes
 /// it: two sums of products reduced once each on the int64 path (`fq_mul_sum`), Karatsuba
 /// on the portable path.
 pub fn fq2(wide: WideMul) -> [&'static str; 2] {

@@ -39,8 +39,8 @@
 //! Where the file system has no locks, sets are neither serialized nor swept (with a
 //! warning in the log); everything else holds.
 //!
-//! [`plan`] checks the outputs and reserves their temporaries; [`destination`] says where
-//! each goes; [`set`] writes and commits them; [`temporaries`] names, locks and sweeps the
+//! `plan` checks the outputs and reserves their temporaries; `destination` says where
+//! each goes; `set` writes and commits them; `temporaries` names, locks and sweeps the
 //! files beside each output.
 
 mod destination;

@@ -1,6 +1,6 @@
 //! The wgpu side, knowing nothing of the kernels above it: adapter and device ([`context`]),
 //! programs and their validation ([`program`]), typed vectors on the device ([`vector`]),
-//! the buffer pool and its VRAM budget ([`pool`]), uploads and read-backs ([`transfer`]),
+//! the buffer pool and its VRAM budget ([`pool`]), uploads and read-backs (`transfer`),
 //! the stage of every wait ([`waits`]), and here the helpers every kernel runner uses
 //! (pipelines, buffers, dispatch, the two waits).
 

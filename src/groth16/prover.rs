@@ -2,7 +2,7 @@
 //! assembly of A, B, C, with bellperson 0.27's arithmetic (`groth16/prover/native.rs`) so that
 //! for the same r and s our proof equals `create_proof`'s byte for byte.
 //!
-//! A proof's heavy steps are one sequence ([`ProofSteps`]) written against the [`Engine`]
+//! A proof's heavy steps are one sequence (`ProofSteps`) written against the [`Engine`]
 //! seam, in two stages: staging (a, b, c and the L scalars to where the engine computes) and
 //! compute (the H step and the MSMs). On a GPU each stage has its own lock, so that one proof
 //! stages while another computes. The engine ([`ProverEngine`]) runs the sequence on the GPU

@@ -4,8 +4,8 @@
 //! (`MULTIPLICATIVE_GENERATOR`) and natural output order.
 //!
 //! [`NttKernels`] runs `shaders/ntt.wgsl` ([`program`]) on device vectors
-//! ([`DeviceVector`]) by the dispatch plans of [`steps`], with power tables per domain size
-//! ([`tables`]); [`reference`] is bellperson itself, behind the same seam.
+//! ([`DeviceVector`]) by the dispatch plans of `steps`, with power tables per domain size
+//! (`tables`); `reference` is bellperson itself, behind the same seam.
 
 pub mod program;
 pub mod reference;

@@ -14,10 +14,10 @@
 //! differs from the recorded circuit's is refused ([`Error::CircuitStructure`](crate::Error::CircuitStructure))
 //! rather than proved with the wrong matrices.
 //!
-//! [`density`] and [`Shape`] are what every proving assignment has too (the groth16
-//! module's synthesis fills them for circuits it runs whole); [`matrix`] is one matrix;
-//! [`record`] records a circuit; [`witness`] runs one against a recording; [`trace`] is what
-//! the run is checked against; [`store`] keeps recordings on disk, in [`format`].
+//! `density` and [`Shape`] are what every proving assignment has too (the groth16
+//! module's synthesis fills them for circuits it runs whole); `matrix` is one matrix;
+//! `record` records a circuit; `witness` runs one against a recording; `trace` is what
+//! the run is checked against; `store` keeps recordings on disk, in `format`.
 
 mod density;
 mod format;

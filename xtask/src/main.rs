@@ -1,6 +1,7 @@
 //! Project chores: `cargo xtask <command>`.
 //!
-//! - `ci`: everything CI checks (format, clippy, generated code, shader validation, tests)
+//! - `ci`: everything CI checks (format, generated code, clippy, documentation, shader
+//!   validation, tests, examples and benchmarks built)
 //! - `gen [--check]`: regenerate the WGSL in `shaders/gen/` (or fail if it is stale)
 //! - `validate-shaders`: parse and validate every shader variant with naga (no GPU needed)
 //! - `bench [ARGS..]`: build in release and run `wgpu-groth16 bench ARGS..`
@@ -48,11 +49,17 @@ fn root() -> PathBuf {
 /// Runs cargo with `args` in the workspace root and says how long it took: CI's time limit
 /// is what these steps add up to.
 fn cargo(args: &[&str]) -> Result<(), String> {
+    cargo_with(args, &[])
+}
+
+/// [`cargo`] with environment variables set.
+fn cargo_with(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     let command = format!("cargo {}", args.join(" "));
     eprintln!("xtask: {command}");
     let started = Instant::now();
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(root())
         .status()
         .map_err(|e| format!("could not run cargo: {e}"))?;
@@ -119,7 +126,13 @@ fn ci_steps() -> Result<(), String> {
         "-D",
         "warnings",
     ])?;
+    // Every doc link resolves and no doc comment is malformed.
+    cargo_with(
+        &["doc", "--no-deps", "--workspace"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     validate_shaders()?;
+    // Builds the examples too: they must keep compiling.
     cargo(&["test", "--workspace", "--no-fail-fast"])?;
     // Benchmarks must keep compiling even though CI does not run them. Built in the test
     // profile, on the dependencies the tests just built: `cargo bench --no-run` would build

@@ -115,7 +115,7 @@ pub trait Engine: Sync {
         resident: Option<&'a ResidentBases<C>>,
     ) -> Self::Bases<'a, C>;
 
-    /// Σ scalars[i] · bases[i] over the first `len` scalars.
+    /// Σ scalars\[i\] · bases\[i\] over the first `len` scalars.
     fn msm<C: GpuCurve>(
         &self,
         bases: &Self::Bases<'_, C>,

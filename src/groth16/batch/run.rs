@@ -1,0 +1,399 @@
+//! One batch in flight, step by step: [`BatchRun::new`] checks the request and sizes the
+//! synthesis; [`BatchRun::run`] starts [`synthesize_all`](BatchRun::synthesize_all) (the
+//! circuits, as far ahead as the host budget allows), [`prepare_devices`](BatchRun::prepare_devices)
+//! (the parameters loaded, recorded matrices resident), one [`prove_queued`](BatchRun::prove_queued)
+//! loop per worker of every device, and [`hand_over_in_order`](BatchRun::hand_over_in_order),
+//! which queues the synthesized circuits in order; [`finish`](BatchRun::finish) collects the
+//! proofs. The batch's first error stops every step ([`fail`](BatchRun::fail)).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::Scope;
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, Scalar};
+
+use super::queue::{Queue, Slots, Synthesized};
+use super::Synthesis;
+use crate::error::{Error, Result};
+use crate::groth16::cancel::CancelToken;
+use crate::groth16::prover::{BatchProgress, Prover};
+use crate::groth16::report::{ProveReport, Step};
+use crate::groth16::ProvingParameters;
+use crate::recorded::{RecordedSystem, Shape};
+
+/// What synthesis sends the hand-over: circuit i, synthesized in the time given, or its error.
+type SynthesisOutcome = (usize, Result<(Synthesized, Duration)>);
+
+/// A batch of proofs on `provers`, from its circuits to its proofs.
+pub(super) struct BatchRun<'a, S> {
+    provers: &'a [Prover],
+    rs: &'a [Scalar],
+    ss: &'a [Scalar],
+    token: &'a CancelToken,
+    /// Each taken once, by the synthesis that claims its slot.
+    circuits: Vec<Mutex<Option<S>>>,
+    /// Synthesis runs on a pool of its own: the prover's steps use the global pool, and must
+    /// not queue behind seconds-long synthesis tasks.
+    synthesis_pool: rayon::ThreadPool,
+    /// Circuits synthesized at once: enough to fill the pool, no more.
+    concurrent: usize,
+    /// Host bytes for synthesized circuits ([`Prover::host_budget`]).
+    budget: Option<u64>,
+    slots: Arc<Slots>,
+    queue: Queue,
+    proofs: Mutex<Vec<Option<Proof<Bls12>>>>,
+    report: Mutex<ProveReport>,
+    /// Set by the first error: no more circuits are taken.
+    cancelled: AtomicBool,
+    start: Instant,
+}
+
+impl<'a, S: Synthesis> BatchRun<'a, S> {
+    /// Checks that the batch can be proved (randomness for every circuit, a prover, a
+    /// circuit) and sizes its synthesis.
+    pub(super) fn new(
+        provers: &'a [Prover],
+        circuits: Vec<S>,
+        rs: &'a [Scalar],
+        ss: &'a [Scalar],
+        token: &'a CancelToken,
+    ) -> Result<Self> {
+        token.check()?;
+        if rs.len() != circuits.len() || ss.len() != circuits.len() {
+            return Err(Error::InvalidInput(format!(
+                "{} circuits need as many r and s values, got {} and {}",
+                circuits.len(),
+                rs.len(),
+                ss.len()
+            )));
+        }
+        let Some(first) = provers.first() else {
+            return Err(Error::InvalidInput(
+                "a batch needs at least one prover".into(),
+            ));
+        };
+        if circuits.is_empty() {
+            return Err(Error::InvalidInput(
+                "a batch needs at least one circuit".into(),
+            ));
+        }
+        let count = circuits.len();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let pool_threads = threads.saturating_sub(1).max(1);
+        let synthesis_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(pool_threads)
+            .thread_name(|i| format!("synthesis-{i}"))
+            .build()
+            .map_err(|e| Error::Internal(format!("cannot start synthesis threads: {e}")))?;
+        // More circuits at once than the pool holds only slow each down: ten 2^27 circuits
+        // of 16 parts each, run up to seven at once, took five times as long each as alone,
+        // and the GPU waited for the second.
+        let parallelism = circuits.iter().map(S::parallelism).max().unwrap_or(1);
+        let budget = first.host_budget();
+        let mut report = ProveReport::default();
+        report.proofs = count;
+        Ok(BatchRun {
+            provers,
+            rs,
+            ss,
+            token,
+            circuits: circuits
+                .into_iter()
+                .map(|circuit| Mutex::new(Some(circuit)))
+                .collect(),
+            synthesis_pool,
+            concurrent: (pool_threads / parallelism).max(1),
+            budget,
+            // Without a budget every circuit may start at once; with one, circuit 0 is
+            // synthesized alone, and its size sets how many fit.
+            slots: Slots::new(if budget.is_some() { 1 } else { count }, count),
+            queue: Queue::new(),
+            proofs: Mutex::new(vec![None; count]),
+            report: Mutex::new(report),
+            cancelled: AtomicBool::new(false),
+            start: Instant::now(),
+        })
+    }
+
+    /// Every step at once, on threads of this scope, until the last proof or the first
+    /// error.
+    pub(super) fn run(
+        self,
+        system: Option<&Arc<RecordedSystem>>,
+    ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
+        let (sender, receiver) = mpsc::channel();
+        std::thread::scope(|scope| {
+            let batch = &self;
+            scope.spawn(move || batch.synthesize_all(scope, sender));
+            if let Err(e) = self.prepare_devices(system) {
+                self.fail(e);
+                return;
+            }
+            for (device, prover) in self.provers.iter().enumerate() {
+                for worker in 0..prover.workers() {
+                    let lane = format!("device {device} worker {worker}");
+                    scope.spawn(move || batch.prove_queued(prover, &lane));
+                }
+            }
+            match self.hand_over_in_order(&receiver) {
+                Ok(()) => self.queue.close(),
+                Err(e) => self.fail(e),
+            }
+        });
+        self.finish()
+    }
+
+    /// Stops the batch at its first error: no more circuits are taken, and whoever waits for
+    /// a slot or a circuit wakes up.
+    fn fail(&self, error: Error) {
+        self.cancelled.store(true, Ordering::Relaxed);
+        self.slots.stop();
+        self.queue.fail(error);
+    }
+
+    /// Synthesizes the circuits, each in a slot of the host budget, on threads of `scope`:
+    /// under a budget circuit 0 first and alone, its size setting how many slots there are.
+    fn synthesize_all<'scope>(
+        &'scope self,
+        scope: &'scope Scope<'scope, '_>,
+        sender: mpsc::Sender<SynthesisOutcome>,
+    ) {
+        let count = self.circuits.len();
+        let mut loops = count.min(self.concurrent);
+        if let Some(budget) = self.budget {
+            let Some(bytes) = self.synthesize_next(&sender) else {
+                return;
+            };
+            let fitting = budget / bytes.max(1);
+            if fitting == 0 {
+                log::warn!(
+                    "one synthesized circuit ({bytes} bytes) is over the host budget of \
+                     {budget} bytes: synthesizing one circuit at a time"
+                );
+            }
+            let limit = fitting.clamp(1, count as u64) as usize;
+            log::debug!(
+                "host budget of {budget} bytes: {limit} synthesized circuits of {bytes} \
+                 bytes at once"
+            );
+            self.slots.set_limit(limit);
+            loops = limit.min(self.concurrent).min(count - 1);
+        }
+        // Threads outside the pool wait for slots, so that the pool's threads all stay free
+        // for synthesis's own parallel work.
+        for _ in 0..loops {
+            let sender = sender.clone();
+            scope.spawn(move || {
+                while !self.cancelled.load(Ordering::Relaxed) {
+                    if self.synthesize_next(&sender).is_none() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
+
+    /// Synthesizes the next circuit in its slot and sends it to the hand-over: the bytes of
+    /// its assignment, or `None` when no circuit was left or its synthesis failed.
+    fn synthesize_next(&self, sender: &mpsc::Sender<SynthesisOutcome>) -> Option<u64> {
+        if let Err(cancelled) = self.token.check() {
+            self.fail(cancelled);
+            return None;
+        }
+        let (i, slot) = self.slots.claim()?;
+        let circuit = self.circuits[i]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let first = &self.provers[0];
+        let result = self.synthesis_pool.install(|| {
+            let lane = format!(
+                "synthesis thread {}",
+                rayon::current_thread_index().unwrap_or(0)
+            );
+            let t = Instant::now();
+            let result = match circuit {
+                Some(circuit) => first.span(&lane, &format!("synthesize {i}"), || circuit.run()),
+                None => Err(Error::Internal(format!("circuit {i} taken twice"))),
+            };
+            match result {
+                Ok(assignment) => {
+                    first.tell(BatchProgress::Synthesized {
+                        circuit: i,
+                        took: t.elapsed(),
+                    });
+                    let synthesized = Synthesized {
+                        assignment,
+                        _slot: slot,
+                    };
+                    Ok((synthesized, t.elapsed()))
+                }
+                Err(e) => {
+                    // The batch fails at this circuit: later ones are of no use.
+                    self.slots.stop();
+                    drop(slot);
+                    Err(e)
+                }
+            }
+        });
+        let bytes = result.as_ref().ok().map(|(s, _)| s.assignment.host_bytes());
+        // The receiver is gone only when the batch already failed.
+        let _ = sender.send((i, result));
+        bytes
+    }
+
+    /// Waits for parameters still loading (while the circuits synthesize), checks that every
+    /// prover holds the same, and puts recorded matrices on each device before its workers
+    /// start: they take VRAM that proofs' buffers then do not get.
+    fn prepare_devices(&self, system: Option<&Arc<RecordedSystem>>) -> Result<()> {
+        let p0 = self.provers[0].params()?;
+        let lengths =
+            |p: &ProvingParameters| [p.h.len(), p.l.len(), p.a.len(), p.b_g1.len(), p.b_g2.len()];
+        for (other, prover) in self.provers.iter().enumerate().skip(1) {
+            let p = prover.params()?;
+            if p.vk != p0.vk || lengths(p) != lengths(p0) {
+                return Err(Error::InvalidInput(format!(
+                    "prover {other} of the batch has other parameters than prover 0"
+                )));
+            }
+        }
+        if let Some(system) = system {
+            for prover in self.provers {
+                prover.device_matrices(system);
+            }
+        }
+        Ok(())
+    }
+
+    /// One worker of `prover`: proves queued circuits until the queue is done or the batch
+    /// failed.
+    fn prove_queued(&self, prover: &Prover, lane: &str) {
+        while let Some((i, synthesized)) = self.queue.pop() {
+            if let Err(cancelled) = self.token.check() {
+                self.fail(cancelled);
+                break;
+            }
+            let mut own = ProveReport::default();
+            let t = Instant::now();
+            let proof = prover.span(lane, &format!("prove {i}"), || {
+                let assignment = &synthesized.assignment;
+                prover.prove_assignment(assignment, self.rs[i], self.ss[i], lane, &mut own)
+            });
+            match proof {
+                Ok(proof) => {
+                    prover.tell(BatchProgress::Proved {
+                        circuit: i,
+                        took: t.elapsed(),
+                    });
+                    self.proofs.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(proof);
+                    self.report
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .add(&own);
+                }
+                Err(e) => self.fail(e),
+            }
+            // Unmapping a proof's host vectors takes tens of milliseconds at 2^22: done off
+            // this worker, whose next proof can start now. The circuit's slot comes back
+            // after. A thread of its own, not a rayon task: a slot must come back even when
+            // every thread of the global pool waits (a caller's batches run from rayon
+            // tasks). If no thread starts, the closure and the assignment drop here.
+            let _ = std::thread::Builder::new()
+                .name("unmap".into())
+                .spawn(move || drop(synthesized));
+        }
+    }
+
+    /// Queues circuits 0, 1, ... as their assignments arrive (in any order) from synthesis.
+    /// Circuit 0 decides the shape: the parameters must fit it, and every other circuit must
+    /// share it.
+    fn hand_over_in_order(&self, receiver: &mpsc::Receiver<SynthesisOutcome>) -> Result<()> {
+        let mut arrived = BTreeMap::new();
+        let mut expected: Option<Shape> = None;
+        for i in 0..self.circuits.len() {
+            let next = loop {
+                if let Some(next) = arrived.remove(&i) {
+                    break next;
+                }
+                let (j, assignment) = receiver.recv().map_err(|_| {
+                    Error::Internal(format!("synthesis of circuit {i} never finished"))
+                })?;
+                arrived.insert(j, assignment);
+            };
+            let (synthesized, took) = next?;
+            let shape = synthesized.assignment.shape();
+            match &expected {
+                None => {
+                    self.check_parameters_fit(&shape)?;
+                    expected = Some(shape);
+                }
+                Some(first) if *first != shape => {
+                    return Err(Error::BatchShape {
+                        index: i,
+                        expected: first.to_string(),
+                        found: shape.to_string(),
+                    })
+                }
+                Some(_) => {}
+            }
+            self.report
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(Step::Synthesis, took);
+            self.queue.push((i, synthesized));
+        }
+        Ok(())
+    }
+
+    /// Whether the parameters fit circuit 0's `shape`, which the report then names.
+    fn check_parameters_fit(&self, shape: &Shape) -> Result<()> {
+        let domain = shape.constraints.max(1).next_power_of_two();
+        let params = self.provers[0].params()?;
+        params.check_fits(
+            shape.inputs,
+            shape.aux,
+            domain,
+            shape.a_aux_density,
+            shape.b_input_density,
+            shape.b_aux_density,
+        )?;
+        params.check_delta()?;
+        let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
+        report.constraints = shape.constraints;
+        report.domain = domain;
+        Ok(())
+    }
+
+    /// The proofs in circuit order and the batch's report, or its first error.
+    fn finish(self) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
+        log::info!(
+            "batch of {}: at most {} circuits synthesized and not yet proved at once \
+             (host budget: {})",
+            self.circuits.len(),
+            self.slots.peak(),
+            self.budget.map_or("none".into(), |b| format!("{b} bytes"))
+        );
+        if let Some(error) = self.queue.lock().error.take() {
+            return Err(error);
+        }
+        let proofs = self
+            .proofs
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::Internal("a proof of the batch is missing".into()))?;
+        let mut report = self.report.into_inner().unwrap_or_else(|e| e.into_inner());
+        report.wall = self.start.elapsed();
+        report.backend = self
+            .provers
+            .iter()
+            .map(|p| p.engine().describe())
+            .collect::<Vec<_>>()
+            .join(" + ");
+        Ok((proofs, report))
+    }
+}

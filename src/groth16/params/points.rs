@@ -1,0 +1,169 @@
+//! Points as a `.params` file holds them: decoded by blst as bellperson decodes them, in
+//! parallel, checked or not, hashed as they go where a check record may vouch for them.
+
+use blstrs::{Fp, G1Affine, G2Affine};
+use group::prime::PrimeCurveAffine;
+use rayon::prelude::*;
+
+use super::PointCheck;
+use crate::error::{Error, Result};
+
+pub(super) const G1_SIZE: usize = 96;
+pub(super) const G2_SIZE: usize = 192;
+
+/// G1 and G2 behind one decoder.
+pub(super) trait FilePoint: PrimeCurveAffine + Default + Send + Sync {
+    const SIZE: usize;
+    /// blst's deserializer, which is all that blstrs' `from_uncompressed_unchecked` runs.
+    fn deserialize(bytes: &[u8]) -> Option<Self>;
+    /// What blstrs' `from_uncompressed` checks on top of `deserialize`.
+    fn on_curve_in_subgroup(&self) -> bool;
+}
+
+impl FilePoint for G1Affine {
+    const SIZE: usize = G1_SIZE;
+    fn deserialize(bytes: &[u8]) -> Option<Self> {
+        Option::from(G1Affine::from_uncompressed_unchecked(
+            bytes.try_into().ok()?,
+        ))
+    }
+    fn on_curve_in_subgroup(&self) -> bool {
+        (self.is_on_curve() & self.is_torsion_free()).into()
+    }
+}
+
+impl FilePoint for G2Affine {
+    const SIZE: usize = G2_SIZE;
+    fn deserialize(bytes: &[u8]) -> Option<Self> {
+        Option::from(G2Affine::from_uncompressed_unchecked(
+            bytes.try_into().ok()?,
+        ))
+    }
+    fn on_curve_in_subgroup(&self) -> bool {
+        (self.is_on_curve() & self.is_torsion_free()).into()
+    }
+}
+
+/// Decodes one point as bellperson does: `Checked` is blstrs' `from_uncompressed`, split in
+/// its two steps so that the error can say which one failed.
+pub(super) fn decode_point<P: FilePoint>(
+    section: &'static str,
+    index: usize,
+    bytes: &[u8],
+    check: PointCheck,
+    forbid_identity: bool,
+) -> Result<P> {
+    let invalid = |reason: String| Error::ParamsInvalidPoint {
+        section,
+        index,
+        reason,
+    };
+    let point = P::deserialize(bytes).ok_or_else(|| invalid(why_undecodable(bytes)))?;
+    if check == PointCheck::Checked && !point.on_curve_in_subgroup() {
+        return Err(invalid(
+            "on the curve but not in the prime-order subgroup".into(),
+        ));
+    }
+    if forbid_identity && bool::from(point.is_identity()) {
+        return Err(invalid(
+            "the point at infinity, which bellperson never allows in this section".into(),
+        ));
+    }
+    Ok(point)
+}
+
+/// Decodes a section on all rayon threads, straight into the vector that keeps the points.
+/// On several bad points the error names one of them, not necessarily the first.
+pub(super) fn decode_all<P: FilePoint>(
+    section: &'static str,
+    bytes: &[u8],
+    check: PointCheck,
+) -> Result<Vec<P>> {
+    let count = bytes.len() / P::SIZE;
+    let mut points = Vec::with_capacity(count);
+    points.par_extend(rayon::iter::repeat_n(P::default(), count));
+    points
+        .par_iter_mut()
+        .zip(bytes.par_chunks_exact(P::SIZE))
+        .enumerate()
+        .with_min_len(1024)
+        .try_for_each(|(index, (point, bytes))| {
+            decode_point(section, index, bytes, check, true).map(|p| *point = p)
+        })?;
+    Ok(points)
+}
+
+/// Points per run of [`decode_hashed`]: one private copy and one hash each.
+pub(super) const HASHED_RUN: usize = 4096;
+
+/// Decodes a section unchecked (on the curve, not yet in the subgroup) and hashes it: each
+/// run of points is copied, hashed and decoded from the copy, and the section's digest is
+/// the hash of its count and its runs' hashes in order.
+pub(super) fn decode_hashed<P: FilePoint>(
+    section: &'static str,
+    bytes: &[u8],
+) -> Result<(Vec<P>, blake3::Hash)> {
+    let count = bytes.len() / P::SIZE;
+    let mut points = Vec::with_capacity(count);
+    points.par_extend(rayon::iter::repeat_n(P::default(), count));
+    let runs: Vec<blake3::Hash> = points
+        .par_chunks_mut(HASHED_RUN)
+        .zip(bytes.par_chunks(HASHED_RUN * P::SIZE))
+        .enumerate()
+        .map(|(run, (points, bytes))| {
+            let copy = bytes.to_vec();
+            for (i, (point, bytes)) in points
+                .iter_mut()
+                .zip(copy.chunks_exact(P::SIZE))
+                .enumerate()
+            {
+                let index = run * HASHED_RUN + i;
+                *point = decode_point(section, index, bytes, PointCheck::Unchecked, true)?;
+            }
+            Ok(blake3::hash(&copy))
+        })
+        .collect::<Result<_>>()?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(section.as_bytes());
+    hasher.update(&(count as u64).to_le_bytes());
+    runs.iter().for_each(|run| {
+        hasher.update(run.as_bytes());
+    });
+    Ok((points, hasher.finalize()))
+}
+
+pub(super) fn combine(digests: &[blake3::Hash]) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    digests.iter().for_each(|d| {
+        hasher.update(d.as_bytes());
+    });
+    hasher.finalize()
+}
+
+/// Why blst refused an encoding, retracing its checks in order (error path only).
+pub(super) fn why_undecodable(bytes: &[u8]) -> String {
+    let flags = bytes[0] & 0xe0;
+    if flags & 0x80 != 0 {
+        return format!(
+            "the compression flag is set and the first {} bytes are not a compressed point",
+            bytes.len() / 2
+        );
+    }
+    if flags != 0 {
+        return format!(
+            "invalid flag bits {flags:#04x} (the infinity flag needs every other bit zero, \
+             the sign flag belongs to compressed points)"
+        );
+    }
+    let canonical = bytes.chunks_exact(48).all(|c| {
+        c.try_into()
+            .is_ok_and(|c| Fp::from_bytes_be(c).is_some().into())
+    });
+    if !canonical {
+        return "a coordinate is not below the field modulus".into();
+    }
+    if bytes.len() == G1_SIZE && bytes[..48].iter().all(|&b| b == 0) {
+        return "x = 0: blst refuses the points (0, ±2), which are not in G1".into();
+    }
+    "not on the curve".into()
+}
