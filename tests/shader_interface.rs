@@ -1,6 +1,7 @@
 //! Every shader program, in every wide-multiply variant, parses and validates with naga with
-//! only the capabilities that variant may assume, and its WGSL interface is the one its Rust
-//! side declares: the same bindings in the same order and access, uniform blocks laid out
+//! only the capabilities that variant may assume, translates to the shading languages of the
+//! other backends (SPIR-V for Vulkan, MSL 2.4 for Metal, HLSL shader model 6.0 for DX12), and
+//! its WGSL interface is the one its Rust side declares: the same bindings in the same order and access, uniform blocks laid out
 //! field for field as the Rust structs, and the entry points of the Rust enum with the
 //! workgroup sizes its dispatches assume. Needs no GPU: a mismatch is caught here rather than
 //! as wrong numbers on some adapter.
@@ -15,7 +16,7 @@ fn modules() -> Vec<(ProgramInfo, String, naga::Module)> {
     for program in wgpu_groth16::programs() {
         for wide in program.variants() {
             let label = format!("{}/{wide}", program.name);
-            let module = program
+            let (module, _) = program
                 .validate(wide)
                 .unwrap_or_else(|message| panic!("{label} does not validate:\n{message}"));
             out.push((program.clone(), label, module));
@@ -41,6 +42,76 @@ fn every_shader_variant_validates_with_naga() {
         "expected every program in both variants, got {count}"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A backend's translation failures are caught here, without its driver: naga is the
+/// translator wgpu uses on Metal and DX12 too.
+#[test]
+fn every_shader_variant_translates_to_spirv_msl_and_hlsl() {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for program in wgpu_groth16::programs() {
+        for wide in program.variants() {
+            count += 1;
+            let label = format!("{}/{wide}", program.name);
+            let (module, info) = program
+                .validate(wide)
+                .unwrap_or_else(|message| panic!("{label} does not validate:\n{message}"));
+            let spirv = naga::back::spv::write_vec(
+                &module,
+                &info,
+                &naga::back::spv::Options::default(),
+                None,
+            );
+            if let Err(e) = spirv {
+                failures.push(format!("{label}: SPIR-V: {e}"));
+            }
+            let msl_options = naga::back::msl::Options {
+                lang_version: (2, 4),
+                ..Default::default()
+            };
+            let msl = naga::back::msl::write_string(
+                &module,
+                &info,
+                &msl_options,
+                &naga::back::msl::PipelineOptions::default(),
+            );
+            match msl {
+                Err(e) => failures.push(format!("{label}: MSL: {e}")),
+                // A failed entry point is reported beside the text, not as an error.
+                Ok((_, translated)) => {
+                    for entry in translated.entry_point_names {
+                        if let Err(e) = entry {
+                            failures.push(format!("{label}: MSL entry point: {e}"));
+                        }
+                    }
+                }
+            }
+            let hlsl_options = naga::back::hlsl::Options {
+                shader_model: naga::back::hlsl::ShaderModel::V6_0,
+                ..Default::default()
+            };
+            let pipeline = naga::back::hlsl::PipelineOptions::default();
+            let mut hlsl = String::new();
+            let written = naga::back::hlsl::Writer::new(&mut hlsl, &hlsl_options, &pipeline)
+                .write(&module, &info, None);
+            match written {
+                Err(e) => failures.push(format!("{label}: HLSL: {e}")),
+                Ok(reflection) => {
+                    for entry in reflection.entry_point_names {
+                        if let Err(e) = entry {
+                            failures.push(format!("{label}: HLSL entry point: {e}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        count >= 5,
+        "expected every program in both variants, got {count}"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]

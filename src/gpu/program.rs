@@ -181,22 +181,30 @@ impl ProgramInfo {
     }
 
     /// Parses and validates one variant with naga, with exactly the capabilities that variant
-    /// may assume (the portable path must validate without `SHADER_INT64`).
-    pub fn validate(&self, wide: WideMul) -> Result<naga::Module, String> {
+    /// may assume (the portable path must validate without `SHADER_INT64`): the module and
+    /// what validation found out about it, which naga's backends translate from.
+    pub fn validate(
+        &self,
+        wide: WideMul,
+    ) -> Result<(naga::Module, naga::valid::ModuleInfo), String> {
         validate_source(&self.source(wide), &format!("{}/{wide}", self.name), wide)
     }
 }
 
 /// naga's parse and validation of `source`, errors rendered against it under `label`.
-pub fn validate_source(source: &str, label: &str, wide: WideMul) -> Result<naga::Module, String> {
+fn validate_source(
+    source: &str,
+    label: &str,
+    wide: WideMul,
+) -> Result<(naga::Module, naga::valid::ModuleInfo), String> {
     let module = naga::front::wgsl::parse_str(source)
         .map_err(|e| e.emit_to_string_with_path(source, label))?;
     let mut caps = naga::valid::Capabilities::default();
     if wide.needs_int64() {
         caps |= naga::valid::Capabilities::SHADER_INT64;
     }
-    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
         .validate(&module)
         .map_err(|e| e.emit_to_string_with_path(source, label))?;
-    Ok(module)
+    Ok((module, info))
 }
