@@ -9,7 +9,7 @@ use common::proof_bytes;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::groth16::circuits::SingleConstraint;
-use wgpu_groth16::groth16::{Backend, Prover, ProverConfig};
+use wgpu_groth16::groth16::{Backend, Prover, ProverConfig, ProverEngine};
 use wgpu_groth16::Error;
 
 #[test]
@@ -38,4 +38,11 @@ fn no_adapter_falls_back_to_the_cpu_unless_a_gpu_is_required() {
         .err()
         .expect("no GPU to require");
     assert!(matches!(err, Error::NoAdapter { .. }), "{err}");
+    // Engines on several adapters read the same selection.
+    for count in [1, 2] {
+        let err = ProverEngine::open_best(&required, count)
+            .err()
+            .expect("no GPU to require");
+        assert!(matches!(err, Error::NoAdapter { .. }), "{count}: {err}");
+    }
 }

@@ -34,8 +34,9 @@ enum Command {
         /// Parameter sets to load before serving, e.g. porep-32g (a comma list).
         #[arg(long, value_delimiter = ',')]
         preload: Vec<String>,
-        /// GPUs to prove on, one lane each, best first (the selection's adapters); without a
-        /// usable GPU, or with BELLMAN_NO_GPU set, one lane on the CPU.
+        /// GPUs to prove on, one lane each, best first (the selection's adapters); with
+        /// BELLMAN_NO_GPU set, one lane on the CPU. Fewer adapters than asked for is an
+        /// error: a C2 on the CPU takes hours.
         #[arg(long, default_value_t = 1)]
         gpus: usize,
         /// Jobs each GPU proves at once (its lanes), sharing one copy of the parameters: one

@@ -3,7 +3,7 @@
 //! - filecoin-proofs-api's `SealCommitPhase1Output` as serde_json writes it (what
 //!   filecoin-ffi returns from `SealCommitPhase1` and lotus-bench stores);
 //! - Curio's wrapper `{"SectorNum": N, "Phase1Out": "<base64>", "SectorSize": N}`, whose
-//!   `Phase1Out` is the former in Go's base64 (../shared/cuzk-proving-api.md).
+//!   `Phase1Out` is the former in Go's base64 (Curio's cuzk protocol; docs/daemon.md).
 //!
 //! Both are bounded: a 32 GiB sector's C1 output is ~50 MB of JSON, a 64 GiB one twice that;
 //! a file over [`MAX_C1_BYTES`] is refused before it is read.

@@ -188,7 +188,7 @@ pub struct BenchC2Args {
     full_synthesis: bool,
 }
 
-/// Partition 0's synthesis in full beside the recorded-matrices path (issue 16): recording
+/// Partition 0's synthesis in full beside the recorded path: recording
 /// once, then the witness run and the products, checked equal.
 fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
     struct Record;

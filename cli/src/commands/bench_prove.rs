@@ -86,7 +86,8 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
     .chain([
         "after synthesis",
         "total",
-        "GPU-step coverage",
+        "batch wall",
+        "GPU steps: span, covered",
         "bellperson CPU",
         "speed-up",
         "equal",
@@ -165,7 +166,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 let t = Instant::now();
                 let (proofs, report) = prove(circuits.clone(), &rs, &ss)?;
                 let total = t.elapsed();
-                let coverage = step_coverage(&timeline, from, provers.len());
+                let coverage = gpu_steps(&timeline, from, provers.len());
                 let check = options.check
                     && batch == 1
                     && workers == options.workers[0]
@@ -224,7 +225,7 @@ fn print_row(
     path: &str,
     layout: &str,
     total: Duration,
-    coverage: Vec<f64>,
+    coverage: Vec<(Duration, f64)>,
     cpu: Option<Duration>,
     equal: Option<bool>,
 ) {
@@ -235,15 +236,16 @@ fn print_row(
     });
     let coverage = coverage
         .iter()
-        .map(|c| format!("{:.0}%", c * 100.0))
+        .map(|(span, covered)| format!("{:.2} s, {:.1}%", span.as_secs_f64(), covered * 100.0))
         .collect::<Vec<_>>()
         .join(" / ");
     println!(
-        "| {} | {} | {path} | {layout} | {each} | {} | {} | {coverage} | {} | {speed_up} | {} | {} |",
+        "| {} | {} | {path} | {layout} | {each} | {} | {} | {:.2} s | {coverage} | {} | {speed_up} | {} | {} |",
         report.constraints,
         report.proofs,
         ms(per(report.after_synthesis())),
         ms(per(total)),
+        total.as_secs_f64(),
         cpu.map_or("-".into(), ms),
         match equal {
             Some(true) => "yes",
@@ -254,12 +256,12 @@ fn print_row(
     );
 }
 
-/// Per device, the share of the time from its first GPU step to its last (after `from`) in
-/// which at least one of its workers was inside a GPU step (the H step or an MSM): the
+/// Per device, the time from its first GPU step to its last (after `from`), and the share of
+/// it in which at least one of its workers was inside a GPU step (the H step or an MSM): the
 /// complement is time the device surely had nothing of ours to do. A step's span includes its
 /// uploads and read-backs, so the device can idle inside one too; this bounds idleness from
 /// below, it does not measure the GPU itself.
-fn step_coverage(timeline: &Timeline, from: Duration, devices: usize) -> Vec<f64> {
+fn gpu_steps(timeline: &Timeline, from: Duration, devices: usize) -> Vec<(Duration, f64)> {
     let spans = timeline.spans();
     (0..devices)
         .map(|device| {
@@ -274,7 +276,7 @@ fn step_coverage(timeline: &Timeline, from: Duration, devices: usize) -> Vec<f64
             let (Some(first), Some(last)) =
                 (steps.first().map(|s| s.0), steps.iter().map(|s| s.1).max())
             else {
-                return 0.0;
+                return (Duration::ZERO, 0.0);
             };
             let mut covered = Duration::ZERO;
             let mut reach = first;
@@ -284,7 +286,8 @@ fn step_coverage(timeline: &Timeline, from: Duration, devices: usize) -> Vec<f64
                     reach = end;
                 }
             }
-            covered.as_secs_f64() / (last - first).as_secs_f64().max(1e-9)
+            let span = last - first;
+            (span, covered.as_secs_f64() / span.as_secs_f64().max(1e-9))
         })
         .collect()
 }

@@ -244,7 +244,8 @@ impl ProverEngine {
         }
     }
 
-    /// Engines on the best `count` adapters of the selection `config.backend` names, each
+    /// Engines on the best `count` adapters of the selection `config.backend` names (over
+    /// the environment's, as [`GpuContext::new`] takes it), each
     /// with `config`'s MSM settings and VRAM budget: one batch spread over several GPUs.
     /// `Backend::Cpu`, or `Backend::Auto` with `BELLMAN_NO_GPU` set or `count` at most 1, is
     /// one engine as [`open`](Self::open) opens it. Fewer matching adapters than `count` is
@@ -255,6 +256,7 @@ impl ProverEngine {
             Backend::Auto if count > 1 && !gpu_disabled_by_env() => AdapterSelector::default(),
             Backend::Cpu | Backend::Auto => return Ok(vec![Self::open(config)?]),
         };
+        let selector = AdapterSelector::resolve(&selector)?;
         let adapters = select_adapters(&selector)?;
         if adapters.len() < count {
             return Err(Error::TooFewAdapters {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Measures every row of BENCHMARKS.md's table of current figures, each beside the baseline
+# its command runs on the same machine (blstrs, bellperson, filecoin-proofs on the CPU).
+#
+#   scripts/bench-current.sh BIN OUT [kernels] [partitions] [c2]
+#
+# BIN holds release builds of wgpu-groth16, wgpu-groth16-filecoin and wgpu-groth16-daemon;
+# OUT receives one log per part. Parameters are made here, never downloaded: random points
+# of the right shape (`bench prove`) or seeded ones (`setup`), in /tmp. The parts:
+#   kernels     the field product, MSMs (G1 2^24 and 2^27, G2 2^22), NTTs and proofs at
+#               2^22 and 2^24 (~6 min on an H200 with 16 cores)
+#   partitions  ten 2^27 partitions of FilecoinLike, recorded synthesis, peak VRAM (~5 min)
+#   c2          the real 2 KiB PoRep C2 and the daemon's throughput (~7 min)
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+out=$2
+shift 2
+parts=${*:-kernels partitions c2}
+mkdir -p "$out"
+work=/tmp/wgpu-groth16-bench
+mkdir -p "$work"
+export WGPU_GROTH16_PARAMS_CACHE=$work/cache
+export FIL_PROOFS_PARAMETER_CACHE=$work/fil-params
+
+wg() { "$bin/wgpu-groth16" "$@"; }
+wgf() { "$bin/wgpu-groth16-filecoin" "$@"; }
+
+# Samples the GPU's memory in use every second into $1 until the returned pid is killed.
+sample_vram() {
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -l 1 >"$1" &
+        echo $!
+    fi
+}
+peak_of() { sort -n "$1" | tail -1; }
+
+kernels() {
+    wg info
+    wg bench field
+    wg bench msm --curve g1 --log-n 24 --runs 3
+    wg bench msm --curve g1 --log-n 27 --no-check --runs 2
+    wg bench msm --curve g2 --log-n 22 --runs 3
+    wg bench ntt --log-n 24 --runs 3
+    wg bench ntt --log-n 27 --no-check --runs 3
+    wg bench prove --log-n 22,24 --batch 1 --synthesis recorded
+}
+
+partitions() {
+    local vram
+    vram=$(sample_vram "$work/vram.txt")
+    /usr/bin/time -v "$bin/wgpu-groth16" bench prove --log-n 27 --batch 10 \
+        --synthesis recorded --no-check --trace "$work/partitions.trace.json"
+    [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram.txt") MiB"
+}
+
+c2() {
+    local sector=$work/sector c1=$work/c1.json
+    rm -rf "$sector" && mkdir -p "$sector" "$FIL_PROOFS_PARAMETER_CACHE"
+    time wgf setup --proof StackedDrg2KiBV1_1 --seed 1
+    wgf seal --proof StackedDrg2KiBV1_1 --miner-id 1000 --sector-id 7 --dir "$sector" --out "$c1"
+    for run in first second; do
+        echo "c2, $run process:"
+        time wgf c2 --c1 "$c1" --miner-id 1000 --sector-id 7 --out "$work/proof-$run"
+    done
+    wgf bench c2 --c1 "$c1" --miner-id 1000 --sector-id 7 --runs 3
+    "$bin/wgpu-groth16-daemon" serve --listen 127.0.0.1:9820 --jobs-per-gpu 2 \
+        --preload porep-2k >"$work/daemon.log" 2>&1 &
+    local daemon=$!
+    for _ in $(seq 600); do
+        grep -q "serving" "$work/daemon.log" && break
+        sleep 1
+    done
+    "$bin/wgpu-groth16-daemon" load --c1 "$c1" --miner-id 1000 --sector-id 7 \
+        --clients 16 --jobs 16
+    "$bin/wgpu-groth16-daemon" load --c1 "$c1" --miner-id 1000 --sector-id 7 \
+        --clients 16 --jobs 48
+    kill "$daemon"
+    wait "$daemon" || true
+    tail -5 "$work/daemon.log"
+}
+
+for part in $parts; do
+    echo "== $part"
+    "$part" 2>&1 | tee "$out/$part.log"
+done
