@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 
-use wgpu_groth16::files::write_whole;
+use wgpu_groth16::files::OutputPlan;
 use wgpu_groth16::groth16::{ProverConfig, ProverEngine};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::params::ParamsFiles;
@@ -28,6 +28,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sector_id = c1.sector_id(Some(sector_id.parse()?))?;
     let commit = SealCommit::new(c1.phase1, prover_id_of_miner(miner_id.parse()?), sector_id)?;
 
+    // Checked before the work: a proof file that cannot be written fails now, not after it.
+    let mut plan = OutputPlan::new();
+    let proof_slot = plan.output("PROOF_FILE", &PathBuf::from(proof_file));
+    let mut files = plan.reserve()?;
+
     // The best adapter, or the CPU when BELLMAN_NO_GPU is set or no adapter is usable.
     let engine = ProverEngine::open(&ProverConfig::default())?;
     println!("engine: {}", engine.describe());
@@ -35,9 +40,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (prover, _) = ParamsFiles::seal(commit.registered_proof())?.prover(engine, None)?;
     // Returned only once verify_seal accepts it.
     let proof = seal_commit_phase2(&commit, &prover)?;
-    write_whole("the proof", &PathBuf::from(proof_file), |w| {
-        w.write_all(&proof)
-    })?;
+    files.write(proof_slot, |w| w.write_all(&proof))?;
+    files.commit()?;
     println!(
         "{} bytes, accepted by verify_seal: {proof_file}",
         proof.len()

@@ -10,6 +10,15 @@ use std::path::{Path, PathBuf};
 use super::temporaries::inode;
 use crate::error::{Error, Result};
 
+/// What an output does with a character device or FIFO already at its path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Special {
+    /// Writes through it: a command's output may be a pipe or a terminal.
+    WriteThrough,
+    /// Replaces it like a regular file: a cache is nobody's pipe.
+    Replace,
+}
+
 /// Where an output's bytes go.
 pub(super) enum Destination {
     /// A regular file (or none yet) at `target`, replaced through a temporary beside it.
@@ -64,7 +73,11 @@ impl Identity {
 }
 
 /// Where the output `flag` names goes, or why it cannot be written there.
-pub(super) fn resolve(flag: &str, path: &Path) -> Result<(Destination, Identity)> {
+pub(super) fn resolve(
+    flag: &str,
+    path: &Path,
+    special: Special,
+) -> Result<(Destination, Identity)> {
     let refuse = |why: &str| Error::Output(format!("{flag} {}: {why}", path.display()));
     let ends_in_separator = path
         .as_os_str()
@@ -75,7 +88,7 @@ pub(super) fn resolve(flag: &str, path: &Path) -> Result<(Destination, Identity)
         return Err(refuse("ends in a separator: names a directory, not a file"));
     }
     match fs::metadata(path) {
-        Ok(meta) if meta.is_file() => {
+        Ok(meta) if meta.is_file() || (special == Special::Replace && streams(&meta)) => {
             let target = fs::canonicalize(path).map_err(|e| Error::file("write", path, e))?;
             let (folder, name) = match (target.parent(), target.file_name()) {
                 (Some(folder), Some(name)) => (folder.to_path_buf(), name.to_os_string()),

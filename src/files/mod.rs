@@ -12,7 +12,7 @@
 //! files.commit()?;                            // all files of the set, or none
 //! ```
 //!
-//! [`write_whole`] is that for one file.
+//! [`write_cache`] is that for one file only the crate reads back.
 //!
 //! The rules:
 //! - Files are compared by identity, not spelling: the canonical folder and file name, and
@@ -57,15 +57,15 @@ pub use set::{OutputSet, OutputSlot};
 
 use crate::error::Result;
 
-/// Writes one file whole or not at all ([`OutputPlan`] with one output); `what` names it in
-/// errors.
-pub fn write_whole(
+/// Writes one file whole or not at all, replacing whatever is at `path` ([`OutputPlan::cache`]
+/// alone in its set): a cache or a record; `what` names it in errors.
+pub fn write_cache(
     what: &str,
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
     let mut plan = OutputPlan::new();
-    let slot = plan.output(what, path);
+    let slot = plan.cache(what, path);
     let mut set = plan.reserve()?;
     set.write(slot, write)?;
     set.commit()
@@ -171,6 +171,39 @@ mod tests {
         assert!(dir.join("b").is_dir());
         assert_eq!(fs::read_to_string(dir.join("a")).unwrap(), "old a");
         assert_eq!(entries(&dir), ["a", "b"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A cache is replaced whatever is at its path: writing through a FIFO there would
+    /// wait for a reader that never comes.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_at_a_cache_path_is_replaced_without_waiting() {
+        let dir = folder("fifo", &[]);
+        let cache = dir.join("cache");
+        let made = std::process::Command::new("mkfifo").arg(&cache).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("skipping: mkfifo failed");
+            return;
+        }
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let written = write_cache("the cache", &cache, |w| w.write_all(b"cached"));
+                let _ = done.send(written);
+            });
+            match finished.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(written) => written.unwrap(),
+                Err(_) => {
+                    // Lets the writer finish, so that the test ends, then fails.
+                    let _ = fs::read(&cache);
+                    panic!("the cache was written through the FIFO, waiting for a reader");
+                }
+            }
+        });
+        assert!(fs::metadata(&cache).unwrap().is_file());
+        assert_eq!(fs::read_to_string(&cache).unwrap(), "cached");
+        assert_eq!(entries(&dir), ["cache"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::destination::{resolve, Destination, Identity, Temporary};
+use super::destination::{resolve, Destination, Identity, Special, Temporary};
 use super::set::{OutputSet, OutputSlot, PlannedFile};
 use super::temporaries::{self, FolderLocks, NEXT_NUMBER};
 use crate::error::{Error, Result};
@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 struct Named {
     flag: String,
     path: PathBuf,
+    special: Special,
 }
 
 /// The files a command will read and write, before they are checked.
@@ -32,14 +33,28 @@ impl OutputPlan {
         self.inputs.push(Named {
             flag: flag.into(),
             path: path.into(),
+            special: Special::WriteThrough,
         });
     }
 
-    /// A file the command writes; `flag` names it in errors.
+    /// A file the command writes; `flag` names it in errors. A character device or FIFO
+    /// at `path` is written through (`--proof /dev/stdout`).
     pub fn output(&mut self, flag: &str, path: &Path) -> OutputSlot {
+        self.named_output(flag, path, Special::WriteThrough)
+    }
+
+    /// A file only this crate reads back (a cache, a record): replaced whatever is at
+    /// `path`. A device or FIFO there is replaced too, not written to, which would wait for
+    /// a reader.
+    pub fn cache(&mut self, what: &str, path: &Path) -> OutputSlot {
+        self.named_output(what, path, Special::Replace)
+    }
+
+    fn named_output(&mut self, flag: &str, path: &Path, special: Special) -> OutputSlot {
         self.outputs.push(Named {
             flag: flag.into(),
             path: path.into(),
+            special,
         });
         OutputSlot(self.outputs.len() - 1)
     }
@@ -54,7 +69,7 @@ impl OutputPlan {
             .collect();
         let mut set = OutputSet { files: Vec::new() };
         for output in self.outputs {
-            let (destination, identity) = resolve(&output.flag, &output.path)?;
+            let (destination, identity) = resolve(&output.flag, &output.path, output.special)?;
             let named_before = set
                 .files
                 .iter()

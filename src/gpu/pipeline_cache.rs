@@ -54,7 +54,7 @@ impl PipelineCacheFile {
         let Some(data) = self.cache.get_data() else {
             return Ok(());
         };
-        crate::files::write_whole("the pipeline cache", &self.path, |w| w.write_all(&data))
+        crate::files::write_cache("the pipeline cache", &self.path, |w| w.write_all(&data))
     }
 }
 

@@ -102,7 +102,7 @@ impl RecordedSystem {
     /// failure leaves a file already at `path` as it was. The parent folder must exist.
     pub fn write_to(&self, path: &Path, key: &RecordedKey) -> Result<()> {
         let start = Instant::now();
-        crate::files::write_whole("a recorded constraint system", path, |out| {
+        crate::files::write_cache("a recorded constraint system", path, |out| {
             let mut sink = Sink {
                 out,
                 hasher: blake3::Hasher::new(),

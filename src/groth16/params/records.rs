@@ -57,7 +57,7 @@ impl CheckRecords {
         };
         let written = std::fs::create_dir_all(dir)
             .map_err(|e| Error::file("create", dir, e))
-            .and_then(|()| crate::files::write_whole("a check record", &path, |_| Ok(())));
+            .and_then(|()| crate::files::write_cache("a check record", &path, |_| Ok(())));
         if let Err(e) = written {
             log::warn!("cannot record checked parameters: {e}");
         }
