@@ -124,8 +124,8 @@ fn xyzz_add(p: Xyzz, q: Xyzz) -> Xyzz {
 // madd-2008-s, 8M + 2S, and dbl-2008-s-1 for p == q as in xyzz_add. Level 0 of the MSM adds
 // every base through it. Its steps are xyzz_add's for ZZ2 = ZZZ2 = 1 without the four that
 // scale p, and its tail repeats xyzz_add's on purpose: one loop serving both (a flag skipping
-// those steps) kept q's ZZZ live and chose among fifteen cases, and was 13% slower on G1
-// (BENCHMARKS.md, "Session 17").
+// those steps) kept q's ZZZ live and chose among fifteen cases, and was slower on G1
+// (docs/benchmarks/gpu-part-2-27.md, commit a7bc6ac).
 fn xyzz_add_affine(p: Xyzz, q: Affine) -> Xyzz {
     if (affine_is_identity(q)) { return p; }
     if (xyzz_is_identity(p)) { return Xyzz(q.x, q.y, field_one(), field_one()); }

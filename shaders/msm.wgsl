@@ -109,10 +109,10 @@ fn signed_digit(s: Fr, w: u32, carry: ptr<function, u32>) -> u32 {
 }
 
 // Scalars 1 and -1 (the set bits of 0/1-heavy witnesses) all have key 1: window 0, digit ±1.
-// A global atomic each serialized on that one counter (H200, G1 2^27 with 40% ones: count +
-// scan 53.5 ms, scatter 116 ms, against 19 and 140 ms for 7.6 times the entries of uniform
-// scalars; BENCHMARKS.md, "Session 14"). Each workgroup counts its own in workgroup memory and
-// takes its places in one global atomic.
+// A global atomic each serialized on that one counter, so that skewed scalars counted slower
+// than uniform ones of many times the entries (docs/benchmarks/gpu-part-2-27.md, commits
+// 08e231e and 51572ed). Each workgroup counts its own in workgroup memory and takes its
+// places in one global atomic.
 const HOT_KEY: u32 = 1u;
 var<workgroup> hot_entries: atomic<u32>;
 var<workgroup> hot_start: u32;

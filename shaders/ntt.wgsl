@@ -49,8 +49,8 @@ struct NttParams {
 }
 
 // Elements cross memory (and workgroup memory) as FrWords, two 16-byte vectors: two wide
-// accesses where an array<u32, 8> took eight of one word. On the H200 this made the 2^27
-// transform 22% faster (BENCHMARKS.md, "Session 13").
+// accesses where an array<u32, 8> took eight of one word (measured faster:
+// docs/benchmarks/gpu-part-2-27.md, commit 0559c8d).
 @group(0) @binding(0) var<uniform> params: NttParams;
 @group(0) @binding(1) var<storage, read_write> data: array<FrWords>;
 @group(0) @binding(2) var<storage, read> tables: array<FrWords>;

@@ -8,8 +8,8 @@ fn mac(acc: u32, a: u32, b: u32, carry: u32) -> vec2<u32> {
 }
 
 // a + b + carry (carry is 0 or 1): (sum, carry out). Through one u64 sum rather than two
-// comparisons (the portable form): on the H200 this made the G1 accumulation 6% faster,
-// G2's 9% and the 2^27 transform 3% (BENCHMARKS.md, "Session 23").
+// comparisons (the portable form), which made the MSMs and the transforms faster
+// (docs/benchmarks/gpu-part-2-27.md, commit c17c5b0).
 fn adc(a: u32, b: u32, carry: u32) -> vec2<u32> {
     let r = u64(a) + u64(b) + u64(carry);
     return vec2<u32>(u32(r), u32(r >> 32u));

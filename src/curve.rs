@@ -30,16 +30,14 @@ pub trait GpuCurve: Send + Sync + 'static {
     /// The WGSL of the coordinate field under the name `Field` (over Fq's, which programs
     /// include first) as the `wide` path writes it, for `shaders/curve.wgsl`.
     fn field_wgsl(wide: WideMul) -> Vec<&'static str>;
-    /// Default sorted entries per MSM accumulation thread, measured on the H200: G1 is flat
-    /// over 16..128 (64 keeps 2^24 points in one chunk under a 2 GiB binding limit); G2 at
-    /// 2^22 (9685ae2) took 362.6 ms with 8 (4 chunks), 335.2 with 16 (2 chunks), 314.4
-    /// with 32 and 314.8 with 64 (1 chunk).
+    /// Default sorted entries per MSM accumulation thread: G1's time is flat over 16..128
+    /// (64 keeps 2^24 points in one chunk under a 2 GiB binding limit); G2's is best from 32
+    /// on, where fewer entries a thread need more chunks (docs/benchmarks/msm.md).
     const SEGMENT: u32;
     /// What the reduction costs a bucket, in the additions of the MSM's accumulation (the
-    /// plan weighs wider windows' buckets against fewer windows' entries with it). H200:
-    /// G1 2^24 reduces 13 × 2^19 buckets in 15.2 ms against 0.61 ns an entry, about 4; on
-    /// G2 at 2^22, 15 windows of 17 and 18 bits took 201.9 ms against 193.8 for 16 of 16
-    /// (the reduction 17.9 ms against 7.2, the accumulation only 3.2 ms less), so more.
+    /// plan weighs wider windows' buckets against fewer windows' entries with it): about 4
+    /// on G1 by the measured reduction and accumulation rates; more on G2, where wider
+    /// windows measured slower (docs/benchmarks/gpu-part-2-27.md, commit f1e7e85).
     const BUCKET_COST: u64;
 
     /// Bytes of one affine point on the GPU (two coordinates).

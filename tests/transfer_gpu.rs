@@ -8,7 +8,7 @@ use std::time::Duration;
 /// Uploads and read-backs run under locks (the MSM workspace, the staging buffers) on rayon
 /// threads. If a copy waited for rayon tasks, the waiting thread would run another queued
 /// task meanwhile; here that task wants the lock its own stack holds, so the old copies
-/// deadlocked this test (and a two-worker batch on the H200).
+/// deadlocked this test (and a two-worker batch).
 #[test]
 fn copies_under_a_lock_on_rayon_threads_do_not_deadlock() {
     let Some(gpu) = common::gpu(common::Target::Native) else {

@@ -1,6 +1,6 @@
-//! Nothing in the crate waits on the whole device (supraseal-c2's lesson, DESIGN.md §6: one
-//! device-wide wait inside the staging path turns two locks back into one). Every wait goes
-//! through `GpuContext::wait_for` / `has_completed`, which name one submission and poll
+//! Nothing in the crate waits on the whole device (supraseal-c2's lesson, docs/design.md, "The
+//! two-stage pipeline and the two locks": one device-wide wait inside the staging path turns
+//! two locks back into one). Every wait goes through `GpuContext::wait_for` / `has_completed`, which name one submission and poll
 //! without blocking; this test keeps it so by reading the sources.
 
 use std::path::Path;

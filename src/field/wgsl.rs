@@ -17,9 +17,10 @@ pub fn fq2(wide: WideMul) -> [&'static str; 2] {
 }
 
 /// Fq and its multiplication as the `wide` path writes it: over 30-bit limbs in u64
-/// accumulators on the int64 path (the fastest code measured on the H200), a rolled CIOS
-/// through `mac` on the portable path, which serves GL and software adapters, where compiling
-/// an unrolled form took most of a cold run (BENCHMARKS.md, "Cold start on llvmpipe GL").
+/// accumulators on the int64 path (the fastest form measured, docs/benchmarks/field.md), a
+/// rolled CIOS through `mac` on the portable path, which serves GL and software adapters,
+/// whose compilers spent most of a cold run on an unrolled form
+/// (docs/benchmarks/cold-start.md).
 pub fn fq(wide: WideMul) -> [&'static str; 2] {
     match wide {
         WideMul::Portable => [FQ, include_str!("../../shaders/gen/fq_mul_rolled.wgsl")],

@@ -25,7 +25,8 @@ use wgpu::util::DeviceExt;
 /// the device's maintenance lock (see `GpuContext::submit`): a waiter that polled in 200 µs
 /// blocking slices re-took the lock before a woken submitter could (std's mutex is not fair),
 /// so the staging stage's uploads queued behind the compute stage's waits and two workers
-/// kept the H200 busy 69-78% of a batch instead of 93-99%.
+/// kept the GPU busy far less of a batch (docs/benchmarks/proofs-and-batches.md, commit
+/// 89b8e8c).
 const POLL_INTERVAL: Duration = Duration::from_micros(50);
 
 /// llvmpipe (Mesa's lavapipe and its GL driver) stops an invocation's loops once they have

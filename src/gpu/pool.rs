@@ -4,7 +4,8 @@
 //! completed (its `SubmissionIndex` is the fence), never merely because a handle was dropped.
 //! When the budget is used up, [`BufferPool::take`] waits for the oldest buffer still in
 //! flight, on that buffer's own fence: never on the whole device, which would also wait for
-//! other workers' kernels (supraseal-c2's two-locks lesson, ../shared/DESIGN.md §6).
+//! other workers' kernels (supraseal-c2's two-locks lesson: docs/design.md, "The two-stage
+//! pipeline and the two locks").
 
 use std::sync::{Arc, Mutex};
 

@@ -3,8 +3,7 @@
 //! `create_buffer_init` and `write_buffer` allocate fresh host-visible staging memory for every
 //! call, and a read-back buffer per call does the same: for the hundreds of megabytes one proof
 //! moves, allocating (and, on discrete GPUs, pinning) that memory each time cost more than the
-//! copies (an H step at 2^24 took 3.2 s host to host on the H200 while its seven NTTs took
-//! ~110 ms). Here chunk-sized staging buffers are made once per device and reused: while the
+//! copies, many times the kernels' time (docs/benchmarks/transfers.md). Here chunk-sized staging buffers are made once per device and reused: while the
 //! GPU copies one chunk, the CPU fills or drains the next.
 //!
 //! An upload never waits for a staging buffer whose copy is still queued (it may sit behind
@@ -121,8 +120,8 @@ const COPY_THREADS: usize = 8;
 ///
 /// Plain scoped threads, not rayon: copies run while a staging or workspace lock is held, and
 /// a rayon thread waiting for its tasks runs other queued tasks meanwhile, among them another
-/// worker's MSM or upload that wants the lock its own stack holds. On the H200 that
-/// deadlocked a batch with two workers. These threads run nothing but this copy.
+/// worker's MSM or upload that wants the lock its own stack holds: a batch with two workers
+/// deadlocked so. These threads run nothing but this copy.
 fn on_copy_threads<T: Send>(
     items: impl ExactSizeIterator<Item = T> + Send,
     copy: impl Fn(T) -> Result<()> + Sync,
@@ -320,7 +319,7 @@ mod tests {
     /// a worker writing for hundreds of milliseconds), another thread's upload goes ahead.
     /// Held across whole uploads, the slots' lock made the prover's compute worker upload its
     /// gather's coefficients only after the other worker's staging, the GPU idle meanwhile
-    /// (H200, BENCHMARKS.md, "Session 21").
+    /// (docs/benchmarks/gpu-part-2-27.md, commit 2c7e742).
     #[test]
     fn an_upload_goes_ahead_while_another_writes_a_slot() {
         let gpu = match GpuContext::new(&AdapterSelector::default()) {

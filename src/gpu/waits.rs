@@ -1,6 +1,6 @@
 //! The stage each blocking wait happens in. A proof's staging stage must never block on the
-//! GPU (supraseal-c2's lesson, ../shared/DESIGN.md §6: one wait there and the two locks act
-//! as one); stages mark their threads here, and a test records every wait's stage during a
+//! GPU (supraseal-c2's lesson, docs/design.md, "The two-stage pipeline and the two locks":
+//! one wait there and the two locks act as one); stages mark their threads here, and a test records every wait's stage during a
 //! batch and finds none in staging.
 
 use std::cell::Cell;

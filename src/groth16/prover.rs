@@ -27,10 +27,10 @@ use crate::sparse::{ResidentMatrices, SparseKernels};
 use crate::timeline::Timeline;
 use crate::{Error, Result};
 
-/// Proofs of a batch in flight per device unless [`Prover::with_workers`] says otherwise.
-/// H200, 2^22 constraints, batches of 30: two workers keep the GPU busy between compute
-/// stages 93-99% of the time against 76-81% with one, for 1.07-1.11x the throughput; a third
-/// adds nothing (BENCHMARKS.md).
+/// Proofs of a batch in flight per device unless [`Prover::with_workers`] says otherwise:
+/// with two, one proof stages while the other computes, and the GPU stays busy between
+/// compute stages; a third added nothing (docs/benchmarks/proofs-and-batches.md, commit
+/// 70da588).
 pub const DEFAULT_WORKERS: usize = 2;
 
 /// Proves circuits with one parameter set, keeping the bases on the device across proofs.
@@ -413,7 +413,8 @@ impl Prover {
         })
     }
 
-    /// A proof's heavy steps on `engine` (supraseal-c2's model, ../shared/DESIGN.md §6).
+    /// A proof's heavy steps on `engine` (supraseal-c2's model: docs/design.md, "The
+    /// two-stage pipeline and the two locks").
     /// Staging: a, b, c and the L scalars go where the engine computes; on a GPU uploads
     /// never wait on another worker's submissions (gpu/transfer.rs), so this runs while the
     /// previous proof computes. Compute: the H step and the five MSMs, no other proof's
@@ -423,9 +424,8 @@ impl Prover {
     /// of the compute stage before the H step (each step waits on its own kernels, so its
     /// time is its own work). Selected on the host, they are selected (and uploaded) during
     /// the compute stage, beside the H step and the H and L MSMs, which outlast it.
-    /// Selecting them in the staging stage instead made a single 2^22 proof's GPU part 2.1x
-    /// slower (581 against 279 ms) and one worker's batch 1.2x slower, with two workers
-    /// equal within the spread (H200, BENCHMARKS.md).
+    /// Selecting them in the staging stage instead made a single proof's GPU part twice as
+    /// slow (docs/benchmarks/proofs-and-batches.md, "three designs, side by side").
     fn heavy_steps<E: Engine>(
         &self,
         engine: &E,

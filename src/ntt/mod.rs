@@ -186,17 +186,14 @@ impl NttKernels {
 
     /// How stages are grouped into passes at size 2^log_n.
     ///
-    /// Unless set, measured choices (BENCHMARKS.md, "NTT passes at large sizes"):
-    /// - CPU adapters: radix-8 passes, no workgroup memory (lavapipe, 2^16 and 2^18 forward:
-    ///   2.2x faster than one stage a pass; workgroup-memory passes 1.8x to 14x slower, its
-    ///   barriers being costly on a CPU).
-    /// - GPUs up to 2^24: eight stages a workgroup-memory pass (H200, 2^24 forward: 12.8 ms;
-    ///   then radix-4 13.4 ms, then radix-8 22.0 ms; one stage a pass 17.1 ms).
-    /// - GPUs above 2^24: one eight-stage workgroup-memory pass, then radix-4 (H200, 2^27
-    ///   forward / H step: 120.8 / 900.3 ms; then one stage a pass 123.7 / 924.1; radix-4
-    ///   throughout 138.0 / 1021.2; one stage a pass throughout 151.5 / 1283.7; then radix-8
-    ///   185.2 / 1421.6). Later workgroup-memory passes stride across the whole vector
-    ///   (2^27: 330.5 ms), and radix-8's eight elements an invocation hold too many registers.
+    /// Unless set, the fastest layouts measured (docs/benchmarks/gpu-part-2-27.md, "NTT passes
+    /// at large sizes", commits f3407e3 and 1e956a9):
+    /// - CPU adapters: radix-8 passes, no workgroup memory, whose barriers are costly on a
+    ///   CPU.
+    /// - GPUs up to 2^24: eight stages a workgroup-memory pass.
+    /// - GPUs above 2^24: one eight-stage workgroup-memory pass, then radix-4. Later
+    ///   workgroup-memory passes stride across the whole vector, and radix-8's eight
+    ///   elements an invocation hold too many registers.
     pub fn stage_passes(&self, log_n: u32) -> StagePasses {
         match self.stage_passes {
             Some(passes) => passes,

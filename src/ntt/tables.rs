@@ -16,9 +16,9 @@ pub const COSET_INV: usize = 3;
 
 /// log2 of the most entries a table's high part holds by default: 2^21 (64 MiB a base). A
 /// twiddle whose exponent is a multiple of 2^split costs no product, so at 2^27 only the
-/// last 6 stages pay one, where a split of half the bits (2^14 entries) made the last 13 pay.
-/// On the H200 a 2^27 forward transform took 76.6 ms against 85.0 (BENCHMARKS.md,
-/// "Session 22"); 2^24 entries would need more than a 2 GiB binding.
+/// last 6 stages pay one, where a split of half the bits (2^14 entries) made the last 13 pay
+/// (docs/benchmarks/gpu-part-2-27.md, commit 058b4ea); 2^24 entries would need more than a
+/// 2 GiB binding.
 pub const HIGH_TABLE_BITS: u32 = 21;
 
 /// Power tables of one domain size: for each base b, lo[k] = b^k (k < 2^split) and
@@ -115,7 +115,8 @@ mod tests {
 
     #[test]
     fn high_parts_shrink_to_fit_the_binding() {
-        // 2^27 on the H200 (2 GiB less 4 bytes): 2^21 as asked; 2^24 would need 2 GiB.
+        // 2^27 under a 2 GiB binding less 4 bytes (wgpu's cap): 2^21 as asked; 2^24 would
+        // need 2 GiB.
         assert_eq!(high_bits_within(27, HIGH_TABLE_BITS, 2 * GIB - 4), 21);
         assert_eq!(high_bits_within(27, 24, 2 * GIB - 4), 23);
         // A 128 MiB binding: 2^20 high entries are 128 MiB with nothing left for the rest.

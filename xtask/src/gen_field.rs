@@ -90,16 +90,17 @@ pub enum MulForm {
     /// CIOS over the 32-bit limbs through `mac`, one round in a loop over b's limbs, b
     /// shifted down a limb per round so that every index is a constant (an index by the loop
     /// counter makes Mesa unroll the loop again). Small code for the portable path:
-    /// llvmpipe's LLVM spent most of a cold GL run compiling an unrolled form (BENCHMARKS.md,
-    /// "Cold start on llvmpipe GL").
+    /// llvmpipe's LLVM spent most of a cold GL run compiling an unrolled form
+    /// (docs/benchmarks/cold-start.md).
     Rolled,
     /// Unrolled over limbs of `FieldSpec::lazy_bits` (29 or 30) held in 64-bit accumulators
     /// (the int64 path): a product of two limbs is below 2^60, so an accumulator takes several
     /// without a carry out; carries move once a round, and a carry pass every few rounds
     /// where 30-bit limbs need one. Each limb product is one multiply-add into a u64, where
-    /// the 32-bit CIOS spends two more additions with carries on it: on the H200 the G1 MSM's
-    /// accumulation ran 1.30x faster than with the unrolled CIOS, and Fq's 13 limbs of 30
-    /// bits 4% faster again than 14 of 29 (BENCHMARKS.md).
+    /// the 32-bit CIOS spends two more additions with carries on it: the G1 MSM's
+    /// accumulation ran faster than with the unrolled CIOS, and faster again with Fq's 13
+    /// limbs of 30 bits than with 14 of 29 (docs/benchmarks/gpu-part-2-27.md, commits
+    /// 5cb2be4 and 2105610).
     Lazy,
 }
 
@@ -193,7 +194,7 @@ pub fn generate(spec: &FieldSpec) -> String {
     emit!(w, "const {}_LIMBS: u32 = {n}u;\n", f.to_uppercase());
 
     // The element in memory as 16-byte vectors: storage arrays of these are read and written
-    // in wide accesses (on the H200 the NTT ran 22% faster than over arrays of limbs).
+    // in wide accesses (the NTT measured faster so than over arrays of limbs).
     if spec.words {
         let vecs = n / 4;
         assert_eq!(vecs * 4, n, "{f}: limbs fill whole vectors");

@@ -135,7 +135,7 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
         let resident = kernels.upload_bases(&bases)?;
         let upload = t.elapsed();
         // Warm-up: allocates the workspace, and keeps the GPU busy long enough for its clocks
-        // to leave idle (an H200 idles at 555 MHz; the first sizes measured slow without it).
+        // to leave idle (the first sizes measured slow without it).
         let warm_up = Instant::now();
         let result = kernels.msm(&resident, &scalars)?;
         while warm_up.elapsed() < Duration::from_millis(500) {

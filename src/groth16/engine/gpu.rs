@@ -355,8 +355,8 @@ impl Engine for GpuEngine {
     /// Gathered on the device with resident matrices (waited on, so that the prover can time
     /// it as a step). Otherwise selected on the CPU, then uploaded one after the other:
     /// uploading A and B at once, as each selection finished, queued their copies among the
-    /// H step's kernels and made a single 2^22 proof's H step and H MSM 4.5x and 2.8x slower
-    /// on the H200 (BENCHMARKS.md).
+    /// H step's kernels and made the H step and the H MSM several times slower
+    /// (docs/benchmarks/proofs-and-batches.md, commit ab2c598).
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,

@@ -131,8 +131,7 @@ impl ProvingParameters {
     }
 
     /// Reads a `.params` file as [`PointCheck::Checked`] does, but pays for the subgroup
-    /// checks (most of the time: 47 s of the 1.1 GB Filecoin 2 KiB file on the H200 host's
-    /// 16 cores) only once per content: the points are decoded unchecked and hashed
+    /// checks (most of a checked read's time) only once per content: the points are decoded unchecked and hashed
     /// (BLAKE3 over a private copy of each run of bytes, the copy they are decoded from, so
     /// a file changing meanwhile cannot slip other points past the hash), and when
     /// `records` holds the digest, those exact points passed every check before. Otherwise

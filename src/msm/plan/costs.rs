@@ -17,8 +17,8 @@ pub struct PointCosts {
     /// Loop trips of one `xyzz_add` as llvmpipe counts them ([`MAX_LOOP_TRIPS`]).
     pub addition_loop_trips: u32,
     /// The loop trips an invocation may make in all (`GpuContext::loop_cap`): `None` on GPUs,
-    /// whose plans then need not pay for llvmpipe's cap (on the H200 the capped
-    /// portable-path plans made a G1 2^24 MSM 2% slower, BENCHMARKS.md).
+    /// whose plans then need not pay for llvmpipe's cap (capped plans measured slower on a
+    /// GPU: docs/benchmarks/gpu-part-2-27.md, commit 0559c8d).
     pub loop_cap: Option<u32>,
     /// What reducing one bucket costs, in accumulation additions (`GpuCurve::BUCKET_COST`).
     pub bucket_cost: u64,

@@ -33,15 +33,16 @@ pub struct MsmConfig {
     pub reduction_threads: Option<u32>,
     /// Cap on the points of one chunk (rounded down to [`CHUNK_ALIGN`]), for measuring what
     /// chunks cost: smaller ones keep a window's part of the sorted list in the device's cache
-    /// while the scatter writes it, and add to the accumulation (BENCHMARKS.md, "Session 21").
+    /// while the scatter writes it, and add to the accumulation (measured slower overall:
+    /// docs/benchmarks/gpu-part-2-27.md, commit 2c7e742).
     pub max_chunk_points: Option<usize>,
     /// Time every GPU pass with timestamp queries (where the device has them); read the
     /// result with `MsmKernels::last_profile`.
     pub profile: bool,
 }
 
-/// Reduction threads on a GPU adapter. On the H200 (2^24 G1, 2^22 G2): 32768 gave 18.9 /
-/// 10.1 ms against 20.2 / 13.9 ms with 65536; 16384 (G1) 25.9 ms, 131072 23.2 ms.
+/// Reduction threads on a GPU adapter: the fastest of 16384 to 262144 for G1, and faster
+/// than 65536 for G2, on an H200 (docs/benchmarks/msm.md, commit 9685ae2).
 pub const DEFAULT_REDUCTION_THREADS: u32 = 32768;
 
 /// Chunks start on multiples of this many points, so every binding offset is aligned
@@ -66,13 +67,11 @@ pub struct MsmPlan {
 }
 
 /// Threads under which an accumulation level no longer fills a GPU: its time is then one
-/// thread's chain of additions, `segment` long (64 for G1, 32 for G2). With 8 entries a
-/// thread on those levels the H200's G1 accumulation took 1.9 ms less at 2^24 and 18 ms less
-/// at 2^27 (7 chunks), G2's at 2^22 2.3 ms less (BENCHMARKS.md, "Session 22").
+/// thread's chain of additions, `segment` long (64 for G1, 32 for G2), which shorter
+/// segments on those levels cut (docs/benchmarks/gpu-part-2-27.md, commit 5af7eee).
 pub const FULL_LEVEL_THREADS: u64 = 1 << 16;
 /// Entries a thread takes on the levels past [`FULL_LEVEL_THREADS`]: each level shrinks its
-/// list fourfold for 8 additions in a chain (4 a halving, where 64 entries took 12.8 and 32
-/// took 8).
+/// list fourfold for 8 additions in a chain, 4 a halving, fewer than longer segments take.
 pub const TAIL_SEGMENT: u32 = 8;
 
 /// Points per chunk that fit `limit` bytes in every per-chunk buffer: scalars (32 bytes a

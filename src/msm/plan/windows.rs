@@ -4,9 +4,9 @@
 pub const MAX_WINDOW_BITS: u32 = 22;
 /// Window counts a caller may ask for: 12 windows are 21 and 22 bits wide, 64 are 4.
 pub const WINDOW_COUNTS: std::ops::RangeInclusive<u32> = 12..=64;
-/// Window counts chosen from n. Not 12: on the H200 at 2^26 and 2^27 the count, scan and
-/// scatter over 16.8M keys a chunk cost what the accumulation of a window fewer saved
-/// (BENCHMARKS.md, "Session 18").
+/// Window counts chosen from n. Not 12: at 2^26 and 2^27 the count, scan and scatter over
+/// twelve windows' 16.8M keys a chunk cost what the accumulation of a window fewer saved
+/// (docs/benchmarks/gpu-part-2-27.md, commit f1e7e85).
 pub const AUTO_WINDOWS: std::ops::RangeInclusive<u32> = 13..=64;
 
 /// How the 256 bits of a signed-digit scalar are cut into windows: the first `wide` windows
