@@ -1,7 +1,8 @@
 //! Nothing in the crate waits on the whole device (supraseal-c2's lesson, docs/design.md, "The
 //! two-stage pipeline and the two locks": one device-wide wait inside the staging path turns
-//! two locks back into one). Every wait goes through `GpuContext::wait_for` / `has_completed`, which name one submission and poll
-//! without blocking; this test keeps it so by reading the sources.
+//! two locks back into one). Every wait goes through `GpuContext::wait_for` /
+//! `has_completed`, which name one submission and poll without blocking; this test keeps it
+//! so by reading the sources.
 
 use std::path::Path;
 
@@ -20,7 +21,10 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 fn every_wait_names_one_submission() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
+    // The library and every binary of the workspace.
+    for dir in ["src", "cli/src", "filecoin/src", "daemon/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
     assert!(files.len() > 10, "sources not found under {root:?}");
     let wait_layer = root.join("src/gpu/mod.rs");
     for file in files {
