@@ -242,7 +242,7 @@ fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
     let threads = rayon::current_num_threads();
     let (parted, parted_time) = commit.with_witness_circuits(threads, InParts(&matrices))?;
     Ok(format!(
-        "synthesis of partition 0: full {:.2} s; recorded matrices ({} constraints, {:.1} MiB, recorded once in {:.2} s): witness {:.2} s + products {:.2} s ({} threads); witness in parts + products {:.2} s; equal: {}",
+        "synthesis of partition 0: full {:.2} s; recorded system ({} constraints, {:.1} MiB, recorded once in {:.2} s): witness {:.2} s + products {:.2} s ({} threads); witness in parts + products {:.2} s; equal: {}",
         full_time.as_secs_f64(),
         matrices.constraints,
         matrices.bytes() as f64 / (1u64 << 20) as f64,

@@ -88,7 +88,7 @@ pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
             "the circuit's own code",
             "our share",
             "constraints/s",
-            "recorded matrices (once)",
+            "recorded system (once)",
             "witness only",
             "witness in parts",
             "products",
