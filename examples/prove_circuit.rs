@@ -58,7 +58,6 @@ impl Circuit<Scalar> for Cubic {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    env_logger::init();
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     // Parameters from bellperson's setup, as a `.params` file would hold them.
     let params = generate_random_parameters::<Bls12, _, _>(Cubic { x: None }, &mut rng)?;
