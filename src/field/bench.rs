@@ -180,7 +180,7 @@ fn chain_loop_trips<F: GpuField>(wide: WideMul) -> u32 {
     1 + F::mul_loop_trips(wide)
 }
 
-/// Limbs of the int64 path's multiplications (`lazy_bits` in xtask/src/gen_field.rs): Fq's
+/// Limbs of the int64 path's multiplications (`lazy_bits` in xtask/src/gen_field/): Fq's
 /// 381 bits in 30-bit limbs, Fr's 255 in 29-bit ones.
 const FQ_LAZY_LIMBS: u32 = 13;
 const FR_LAZY_LIMBS: u32 = 9;
