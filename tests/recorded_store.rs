@@ -81,12 +81,12 @@ fn redigest(bytes: &mut [u8]) {
     bytes[body..].copy_from_slice(digest.as_bytes());
 }
 
-fn small_matrices() -> RecordedSystem {
+fn small_system() -> RecordedSystem {
     RecordedSystem::record(FilecoinLike::blank(8).unwrap()).unwrap()
 }
 
 #[test]
-fn matrices_read_back_equal_to_those_written() {
+fn systems_read_back_equal_to_those_written() {
     let dir = scratch("round-trip");
     let circuits: Vec<(&str, RecordedSystem)> = vec![
         (
@@ -120,7 +120,7 @@ fn matrices_read_back_equal_to_those_written() {
 }
 
 #[test]
-fn proofs_through_loaded_matrices_equal_bellperson() {
+fn proofs_through_loaded_systems_equal_bellperson() {
     let dir = scratch("proofs");
     let blank = Sha256Preimage::blank(32);
     let params = generate_random_parameters::<Bls12, _, _>(
@@ -157,7 +157,7 @@ fn proofs_through_loaded_matrices_equal_bellperson() {
 fn a_truncated_or_extended_file_is_refused() {
     let dir = scratch("truncated");
     let key = key("truncated");
-    let bytes = written(&dir, &small_matrices(), &key);
+    let bytes = written(&dir, &small_system(), &key);
     let len = bytes.len();
     for cut in [
         0,
@@ -185,7 +185,7 @@ fn a_truncated_or_extended_file_is_refused() {
 fn a_flipped_byte_anywhere_is_refused() {
     let dir = scratch("flipped");
     let key = key("flipped");
-    let bytes = written(&dir, &small_matrices(), &key);
+    let bytes = written(&dir, &small_system(), &key);
     // Every header byte, then a spread of the body's.
     let body: Vec<usize> = (128..bytes.len()).step_by(997).collect();
     for at in (0..128).chain(body).chain([bytes.len() - 1]) {
@@ -204,7 +204,7 @@ fn a_flipped_byte_anywhere_is_refused() {
 fn another_magic_version_or_key_is_refused() {
     let dir = scratch("other");
     let key = key("circuit one");
-    let bytes = written(&dir, &small_matrices(), &key);
+    let bytes = written(&dir, &small_system(), &key);
     let mut other = bytes.clone();
     other[..8].copy_from_slice(b"NOTMTRX!");
     assert!(refusal(read_bytes(&dir, &key, &other)).contains("wrong magic"));
@@ -278,7 +278,7 @@ fn a_failed_write_creates_nothing_and_a_rewrite_replaces_the_whole_file() {
     // A parent that is a file: refused, nothing made.
     let blocker = dir.join("a-file");
     fs::write(&blocker, b"not a folder").unwrap();
-    let err = small_matrices()
+    let err = small_system()
         .write_to(&blocker.join("m.matrices"), &key)
         .unwrap_err();
     assert!(matches!(err, Error::RecordedFile { .. }), "{err}");
@@ -288,7 +288,7 @@ fn a_failed_write_creates_nothing_and_a_rewrite_replaces_the_whole_file() {
     let path = key.path_in(&dir);
     let large = RecordedSystem::record(FilecoinLike::blank(11).unwrap()).unwrap();
     large.write_to(&path, &key).unwrap();
-    let small = small_matrices();
+    let small = small_system();
     small.write_to(&path, &key).unwrap();
     assert!(RecordedSystem::read_from(&path, &key).unwrap() == small);
     let mut names: Vec<String> = fs::read_dir(&dir)

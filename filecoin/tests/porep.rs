@@ -115,7 +115,7 @@ impl wgpu_groth16_filecoin::job::PartitionCircuits for Record {
 /// and the matrix products give exactly what full synthesis gives, inputs interleaved with
 /// aux variables as the real circuit allocates them.
 #[test]
-fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
+fn the_2kib_partition_from_its_recorded_system_equals_full_synthesis() {
     use bellperson::Circuit;
     use blstrs::Scalar;
     use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
@@ -171,7 +171,7 @@ fn the_2kib_partition_from_recorded_matrices_equals_full_synthesis() {
 /// never calls the circuit's alloc closures); they are recorded and written once, then kept
 /// in memory, then loaded from their file by another process' cache.
 #[test]
-fn the_blank_circuit_records_the_matrices_of_the_real_one_once() {
+fn the_blank_circuit_records_the_system_of_the_real_one_once() {
     use wgpu_groth16::recorded::Origin;
     use wgpu_groth16_filecoin::job::ProofJob;
     use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
@@ -210,7 +210,7 @@ fn the_blank_circuit_records_the_matrices_of_the_real_one_once() {
 /// refused by the witness check: full synthesis proves it, still equal to bellperson's, and
 /// the cache goes straight to full synthesis afterwards.
 #[test]
-fn wrong_matrices_fall_back_to_full_synthesis_and_the_same_proof() {
+fn a_wrong_recorded_system_falls_back_to_full_synthesis_and_the_same_proof() {
     use wgpu_groth16::groth16::circuits::FilecoinLike;
     use wgpu_groth16::recorded::RecordedSystem;
     use wgpu_groth16_filecoin::job::proofs_to_bytes;
