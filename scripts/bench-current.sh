@@ -11,6 +11,9 @@
 #               2^22 and 2^24 (~6 min on an H200 with 16 cores)
 #   partitions  ten 2^27 partitions of FilecoinLike, recorded synthesis, peak VRAM (~5 min)
 #   c2          the real 2 KiB PoRep C2 and the daemon's throughput (~7 min)
+#   budgets     ten 2^27 partitions within VRAM budgets of 32, 24, 16, 12 and 8 GiB beside
+#               the device's default, and small proofs checked against bellperson within
+#               budgets that stream bases and scalars (~8 min)
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 out=$2
@@ -51,6 +54,23 @@ partitions() {
     /usr/bin/time -v "$bin/wgpu-groth16" bench prove --log-n 27 --batch 10 \
         --synthesis recorded --no-check --trace "$work/partitions.trace.json"
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram.txt") MiB"
+}
+
+budgets() {
+    local vram mib
+    for mib in default 32768 24576 16384 12288 8192; do
+        echo "== VRAM budget: $mib MiB"
+        vram=$(sample_vram "$work/vram-$mib.txt")
+        RUST_LOG=wgpu_groth16=info wg bench prove --log-n 27 --batch 10 --synthesis recorded \
+            --no-check --trace "$work/budget-$mib.trace.json" \
+            $([ "$mib" = default ] || echo --vram-budget-mib "$mib") || echo "budget $mib: failed"
+        [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-$mib.txt") MiB"
+    done
+    for mib in 512 192 96; do
+        echo "== VRAM budget: $mib MiB, checked against bellperson"
+        RUST_LOG=wgpu_groth16=info wg bench prove --log-n 18 --batch 1 --synthesis full,recorded \
+            --vram-budget-mib "$mib" || echo "budget $mib: failed"
+    done
 }
 
 c2() {

@@ -228,7 +228,7 @@ fn provers_of_two_parameter_sets_fail_the_batch_while_synthesis_waits_for_a_slot
     let params = params(7);
     let other = ProvingParameters::from(&self::params(8));
     let (first, _) = prover(&params, Some(1));
-    let second = Prover::loading(Arc::new(ProverEngine::cpu()), None, move || {
+    let second = Prover::loading(Arc::new(ProverEngine::cpu()), move || {
         std::thread::sleep(Duration::from_millis(500));
         Ok(other)
     })

@@ -12,7 +12,7 @@ use group::Curve;
 use wgpu_groth16::curve::{sample_bases, GpuCurve, G1, G2};
 use wgpu_groth16::field::samples::sample_scalars;
 use wgpu_groth16::gpu::WideMul;
-use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels, Scalars};
+use wgpu_groth16::msm::{msm_cpu, MsmBases, MsmConfig, MsmKernels, Scalars, CHUNK_ALIGN};
 
 fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
     sample_bases::<C>(seed, n)
@@ -179,6 +179,42 @@ fn chunked_path_equals_blstrs<C: GpuCurve>(wide: WideMul, n: usize, limit: u64) 
             );
         }
     }
+}
+
+/// Bases partly resident (none, a prefix, all) and the rest streamed from the host in chunks
+/// of 256 points through two buffers: the sum of a resident MSM, with the scalars on the
+/// host and on the device.
+fn streamed_bases_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
+    let (Some(kernels), Some(ntt)) = (msm_kernels::<C>(wide), common::ntt_kernels(wide)) else {
+        return;
+    };
+    let b = bases::<C>(12, n);
+    let s = filecoin_like_scalars(13, n);
+    let expected = msm_cpu::<C>(&b, &s).unwrap();
+    let on_device = ntt
+        .upload(&s, n.next_power_of_two().trailing_zeros())
+        .unwrap();
+    for prefix in [0, CHUNK_ALIGN as usize, 3 * CHUNK_ALIGN as usize, n] {
+        let resident = (prefix > 0).then(|| kernels.upload_bases(&b[..prefix]).unwrap());
+        let bases = MsmBases {
+            resident: resident.as_ref(),
+            host: &b,
+        };
+        for scalars in [Scalars::Host(&s), Scalars::Device(&on_device, n)] {
+            let sum = kernels.msm_streaming(&bases, scalars, 256).unwrap();
+            assert_eq!(sum, expected, "{} {prefix} resident of {n}", C::NAME);
+        }
+    }
+}
+
+#[test]
+fn msm_g1_with_streamed_bases_equals_blstrs() {
+    streamed_bases_equal_blstrs::<G1>(WideMul::Int64, 1000);
+}
+
+#[test]
+fn msm_g2_with_streamed_bases_equals_blstrs() {
+    streamed_bases_equal_blstrs::<G2>(WideMul::Portable, 900);
 }
 
 #[test]

@@ -22,6 +22,7 @@ fn buffers_come_back_after_their_fence_and_are_reused() {
         pool.stats(),
         PoolStats {
             allocated_bytes: MIB,
+            peak_bytes: MIB,
             free: 0,
             in_flight: 1
         },

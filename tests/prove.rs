@@ -22,6 +22,7 @@ use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
 };
+use wgpu_groth16::groth16::engine::DevicePlan;
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters};
 use wgpu_groth16::msm::MsmConfig;
@@ -61,7 +62,7 @@ fn check_circuit<C: Circuit<Scalar> + Clone + Send>(circuit: C, blank: C, seed: 
     let pvk = prepare_verifying_key(&params.vk);
     assert!(verify_proof(&pvk, &expected, &inputs).expect("verifies"));
     for engine in engines() {
-        let prover = Prover::with_engine(&params, engine.clone(), None).expect("prover");
+        let prover = Prover::with_engine(&params, engine.clone()).expect("prover");
         let proof = prover.prove(circuit.clone(), r, s).expect("our proof");
         assert_eq!(
             proof_bytes(&proof),
@@ -112,7 +113,7 @@ fn batch_proofs_equal_bellperson_batch() {
         .expect("bellperson batch");
     let pvk = prepare_verifying_key(&params.vk);
     for engine in engines() {
-        let prover = Prover::with_engine(&params, engine.clone(), None).expect("prover");
+        let prover = Prover::with_engine(&params, engine.clone()).expect("prover");
         let (proofs, report) = prover
             .prove_batch_report(circuits.clone(), &rs, &ss)
             .expect("our batch");
@@ -138,7 +139,7 @@ fn random_proofs_verify() {
     let circuit = SingleConstraint::new(Scalar::from(3u64), Scalar::from(5u64));
     let inputs = public_inputs(circuit.clone()).unwrap();
     for engine in engines() {
-        let prover = Prover::with_engine(&params, engine, None).unwrap();
+        let prover = Prover::with_engine(&params, engine).unwrap();
         let one = prover.prove_random(circuit.clone()).unwrap();
         let two = prover.prove_batch_random(vec![circuit.clone()]).unwrap();
         assert!(verify_proof(&pvk, &one, &inputs).unwrap());
@@ -154,7 +155,7 @@ fn random_proofs_verify() {
 #[test]
 fn parameters_of_another_circuit_are_refused() {
     let params = params_for(BitsHeavy::blank(100), 8);
-    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None).unwrap();
+    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu())).unwrap();
     let err = prover
         .prove(BitsHeavy::new(vec![true; 120]), Scalar::ONE, Scalar::ONE)
         .unwrap_err();
@@ -172,7 +173,7 @@ fn parameters_of_another_circuit_are_refused() {
 #[test]
 fn batch_of_two_shapes_is_refused() {
     let params = params_for(FilecoinLike::blank(8).unwrap(), 9);
-    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None).unwrap();
+    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu())).unwrap();
     let circuits = vec![
         FilecoinLike::new(8, 1).unwrap(),
         FilecoinLike::new(9, 2).unwrap(),
@@ -230,7 +231,7 @@ fn bad_parameter_files_give_their_errors() {
     let read = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap();
     std::fs::remove_file(&path).unwrap();
     let circuit = SingleConstraint::new(Scalar::from(2u64), Scalar::from(9u64));
-    let prover = Prover::with_engine(read, Arc::new(ProverEngine::cpu()), None).unwrap();
+    let prover = Prover::with_engine(read, Arc::new(ProverEngine::cpu())).unwrap();
     let proof = prover
         .prove(circuit.clone(), Scalar::ONE, Scalar::ONE)
         .unwrap();
@@ -247,7 +248,7 @@ fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
     let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
     let engine = Arc::new(ProverEngine::on_device(own, MsmConfig::default()).unwrap());
     let params = params_for(BitsHeavy::blank(200), 11);
-    let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+    let prover = Prover::with_engine(&params, engine.clone()).unwrap();
     let circuit = BitsHeavy::new((0..200).map(|i| i % 3 == 0).collect());
     let (r, s) = (Scalar::random(rng(70)), Scalar::random(rng(71)));
     let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
@@ -275,7 +276,7 @@ fn gpu_lost_without_cpu_fallback_fails_the_proof_and_the_next() {
     let engine = Arc::new(ProverEngine::on_device(own, MsmConfig::default()).unwrap());
     engine.set_cpu_fallback(false);
     let params = params_for(BitsHeavy::blank(200), 13);
-    let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+    let prover = Prover::with_engine(&params, engine.clone()).unwrap();
     let circuit = BitsHeavy::new((0..200).map(|i| i % 5 == 0).collect());
     let (r, s) = (Scalar::random(rng(72)), Scalar::random(rng(73)));
     let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
@@ -300,7 +301,7 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
     let params = params_for(FilecoinLike::blank(8).unwrap(), 12);
     let timeline = Arc::new(Timeline::new());
     // One worker: its proofs' step times add up to less than the wall time.
-    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None)
+    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()))
         .unwrap()
         .with_workers(1)
         .with_timeline(timeline.clone());
@@ -335,9 +336,9 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
 }
 
 /// The budget of `budget_engine`. On lavapipe one FilecoinLike proof at domain 2^10 needs
-/// ~5.1 MiB (MSM workspaces 4.9 MiB, vectors 192 KiB) and its bases 432 KiB more, so they are
-/// not resident and two proofs' vectors fit; at 2^12 a proof needs ~13.5 MiB
-/// (`GpuEngine::proof_bytes` gives each).
+/// ~5 MiB at its smallest (MSM workspaces 4.9 MiB, a, b, c 96 KiB, two stream buffers per
+/// curve), so its bases are partly resident and partly streamed; at 2^12 it needs more than
+/// the budget (`GpuEngine::footprint` gives each part).
 const BUDGET: u64 = 5568 << 10;
 
 /// A GPU engine whose pooled buffers, MSM workspaces and resident bases must fit [`BUDGET`]
@@ -368,45 +369,82 @@ fn a_vram_budget_below_one_proof_is_refused() {
     };
     let params = params_for(FilecoinLike::blank(12).unwrap(), 13);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let (per_proof, workspaces) = gpu.proof_bytes(&params.clone().into()).unwrap();
-    assert!(
-        per_proof + workspaces > BUDGET,
-        "the test needs a proof over the budget"
-    );
-    let err = Prover::with_engine(&params, engine.clone(), None)
+    let footprint = gpu.footprint(&params.clone().into()).unwrap();
+    let smallest = footprint.kept + 3 * footprint.domain_vector;
+    assert!(smallest > BUDGET, "the test needs a proof over the budget");
+    let err = Prover::with_engine(&params, engine.clone())
         .err()
         .expect("over budget");
     assert!(
-        matches!(err, Error::VramBudget { needed, budget, .. } if needed == per_proof + workspaces && budget == BUDGET),
+        matches!(err, Error::VramBudget { needed, budget, .. } if needed > smallest && budget == BUDGET),
         "{err}"
     );
 }
 
 #[test]
-fn bases_over_the_budget_are_uploaded_per_msm_and_proofs_still_equal_bellperson() {
+fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
     let params = params_for(FilecoinLike::blank(10).unwrap(), 14);
-    let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+    let prover = Prover::with_engine(&params, engine.clone())
+        .unwrap()
+        .with_workers(8);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    assert_eq!(
-        gpu.pool().stats().allocated_bytes,
-        0,
-        "the bases should not fit beside one proof's buffers"
-    );
-    // As many proofs in flight as the budget holds beside the MSM workspaces.
-    let (per_proof, workspaces) = gpu.proof_bytes(&params.clone().into()).unwrap();
-    let fitting = ((BUDGET - workspaces) / per_proof) as usize;
-    assert!((1..8).contains(&fitting), "{fitting}");
-    let prover = prover.with_workers(8);
-    assert_eq!(prover.workers(), fitting);
+    let footprint = gpu.footprint(&params.clone().into()).unwrap();
+    let plan = prover.plan().expect("a plan on the GPU").clone();
+    assert!(!plan.all_resident(&footprint), "{plan:?}");
+    assert!(plan.stream_points[0] > 0, "{plan:?}");
+    assert_eq!(prover.workers(), plan.proofs_in_flight.min(8));
     let circuit = FilecoinLike::new(10, 3).unwrap();
     let (r, s) = (Scalar::random(rng(80)), Scalar::random(rng(81)));
     let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
     assert_eq!(
         proof_bytes(&prover.prove(circuit, r, s).unwrap()),
         proof_bytes(&expected)
+    );
+    let peak = gpu.pool().stats().peak_bytes;
+    assert!(peak <= BUDGET, "{peak} bytes counted at once");
+}
+
+/// A budget with room for a, b, c but not for the L, A, B scalar vectors: the scalars stay
+/// in host memory and stream with each MSM chunk, every base streams, and the proof is still
+/// bellperson's; the pool never counts more than the budget.
+#[test]
+fn scalars_streamed_from_the_host_give_bellpersons_proof_within_the_budget() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let params = params_for(FilecoinLike::blank(10).unwrap(), 17);
+    let gpu = engine.gpu_engine().expect("a GPU engine");
+    let footprint = gpu.footprint(&params.clone().into()).unwrap();
+    let smallest = footprint.kept + 3 * footprint.domain_vector;
+    let budget = (smallest..smallest + footprint.scalar_vectors + (1 << 20))
+        .step_by(1 << 10)
+        .find(|&budget| {
+            DevicePlan::new(&footprint, budget, 1).is_ok_and(|plan| !plan.scalars_on_device)
+        })
+        .expect("a budget between one proof at its smallest and one with its scalar vectors");
+    gpu.pool().set_budget(budget);
+    gpu.pool().reset_peak();
+    let proved = (|| {
+        let prover = Prover::with_engine(&params, engine.clone())?;
+        let plan = prover.plan().expect("a plan on the GPU").clone();
+        assert!(!plan.scalars_on_device, "{plan:?}");
+        let circuit = FilecoinLike::new(10, 5).unwrap();
+        let (r, s) = (Scalar::random(rng(82)), Scalar::random(rng(83)));
+        let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
+        let proof = prover.prove(circuit, r, s)?;
+        Ok::<_, Error>((proof_bytes(&proof), proof_bytes(&expected)))
+    })();
+    let peak = gpu.pool().stats().peak_bytes;
+    gpu.pool().set_budget(BUDGET);
+    let (ours, theirs) = proved.unwrap();
+    assert_eq!(ours, theirs);
+    assert!(!engine.gpu_failed(), "proved on the GPU");
+    assert!(
+        peak <= budget,
+        "{peak} bytes counted at once, budget {budget}"
     );
 }
 
@@ -416,7 +454,7 @@ fn the_pool_does_not_grow_over_fifty_proofs() {
         return;
     };
     let params = params_for(SingleConstraint::blank(), 15);
-    let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+    let prover = Prover::with_engine(&params, engine.clone()).unwrap();
     let gpu = engine.gpu_engine().expect("a GPU engine");
     let circuit = SingleConstraint::new(Scalar::from(5u64), Scalar::from(6u64));
     let expected = create_proof(circuit.clone(), &params, Scalar::ONE, Scalar::ONE).unwrap();
@@ -456,7 +494,7 @@ fn a_batch_over_workers_and_devices_equals_bellperson() {
     let provers: Vec<Prover> = engines()
         .into_iter()
         .map(|engine| {
-            Prover::with_engine(&params, engine, None)
+            Prover::with_engine(&params, engine)
                 .unwrap()
                 .with_workers(3)
         })
@@ -494,7 +532,7 @@ fn no_wait_happens_in_the_staging_stage() {
         return;
     };
     let params = params_for(FilecoinLike::blank(9).unwrap(), 19);
-    let prover = Prover::with_engine(&params, engine, None)
+    let prover = Prover::with_engine(&params, engine)
         .unwrap()
         .with_workers(3);
     let circuits: Vec<_> = (0..6)
@@ -523,8 +561,8 @@ fn provers_of_one_batch_must_share_parameters() {
     );
     let cpu = || Arc::new(ProverEngine::cpu());
     let provers = [
-        Prover::with_engine(&one, cpu(), None).unwrap(),
-        Prover::with_engine(&other, cpu(), None).unwrap(),
+        Prover::with_engine(&one, cpu()).unwrap(),
+        Prover::with_engine(&other, cpu()).unwrap(),
     ];
     let circuit = SingleConstraint::new(Scalar::ONE, Scalar::ONE);
     let Err(err) = prove_batch_across(
@@ -571,7 +609,7 @@ fn a_prover_whose_parameters_load_meanwhile_synthesizes_first_and_proves_the_sam
         // waited for them first would fail here instead of hanging.
         let (synthesizing, begun) = std::sync::mpsc::sync_channel(1);
         let loaded = ProvingParameters::from(&params);
-        let prover = Prover::loading(engine.clone(), None, move || {
+        let prover = Prover::loading(engine.clone(), move || {
             begun
                 .recv_timeout(std::time::Duration::from_secs(20))
                 .map_err(|_| Error::Internal("synthesis did not begin while loading".into()))?;
@@ -597,7 +635,7 @@ fn a_prover_whose_parameters_load_meanwhile_synthesizes_first_and_proves_the_sam
 fn a_failed_load_fails_every_proof_with_its_reason() {
     let x = Scalar::from(3u64);
     let circuit = SingleConstraint::new(x, x * x);
-    let prover = Prover::loading(Arc::new(ProverEngine::cpu()), None, || {
+    let prover = Prover::loading(Arc::new(ProverEngine::cpu()), || {
         Err(Error::ParamsFormat("a broken file".into()))
     })
     .expect("prover");

@@ -41,7 +41,7 @@ fn cpu_proofs_beside_bellperson_do_not_deadlock_the_thread_pools() {
             .iter()
             .map(proof_bytes)
             .collect::<Vec<_>>();
-        let prover = Prover::with_engine(&*params, Arc::new(ProverEngine::cpu()), None)
+        let prover = Prover::with_engine(&*params, Arc::new(ProverEngine::cpu()))
             .unwrap()
             .with_workers(3);
         std::thread::scope(|scope| {

@@ -193,7 +193,7 @@ fn recorded_proofs_equal_bellperson_on_every_engine() {
         ));
     }
     for engine in engines {
-        let prover = Prover::with_engine(&params, engine.clone(), None).unwrap();
+        let prover = Prover::with_engine(&params, engine.clone()).unwrap();
         let proofs = prover
             .prove_batch_recorded(circuits.clone(), &matrices, &rs, &ss)
             .unwrap();
@@ -420,7 +420,6 @@ fn a_row_at_llvmpipes_loop_cap_equals_the_cpu_products() {
 /// proofs are the same.
 #[test]
 fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
-    use wgpu_groth16::groth16::engine::ResidentParams;
     use wgpu_groth16::sparse::SparseKernels;
 
     let Some(gpu) = common::gpu(common::Target::Native) else {
@@ -441,8 +440,12 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
 
     let unlimited = ProverEngine::on_device(gpu.clone(), MsmConfig::default()).unwrap();
     let ours = wgpu_groth16::groth16::ProvingParameters::from(&params);
-    let (per_proof, workspaces) = unlimited.gpu_engine().unwrap().proof_bytes(&ours).unwrap();
-    let fits = ResidentParams::bytes(&ours) + workspaces + per_proof;
+    let footprint = unlimited.gpu_engine().unwrap().footprint(&ours).unwrap();
+    // Every base, one proof with its scalar vectors, the workspaces and tables.
+    let fits = ours.bases_bytes()
+        + footprint.kept
+        + 3 * footprint.domain_vector
+        + footprint.scalar_vectors;
     for (budget, resident) in [
         (fits + SparseKernels::bytes_of(&matrices) - 1, false),
         (fits + SparseKernels::bytes_of(&matrices), true),
@@ -451,7 +454,7 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
             ProverEngine::on_device_within(gpu.clone(), MsmConfig::default(), Some(budget))
                 .unwrap(),
         );
-        let prover = Prover::with_engine(&params, engine, None)
+        let prover = Prover::with_engine(&params, engine)
             .unwrap()
             .with_workers(1);
         let provers = std::slice::from_ref(&prover);

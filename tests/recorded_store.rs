@@ -144,7 +144,7 @@ fn proofs_through_loaded_systems_equal_bellperson() {
     let rs: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
     let ss: Vec<Scalar> = (0..2).map(|_| Scalar::random(&mut rng)).collect();
     let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone()).unwrap();
-    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu()), None).unwrap();
+    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu())).unwrap();
     let proofs = prover
         .prove_batch_recorded(circuits, &matrices, &rs, &ss)
         .unwrap();

@@ -210,5 +210,7 @@ pub enum BenchCommand {
         /// witness alone and the products where the engine runs); a comma list runs each.
         #[arg(long, value_delimiter = ',', default_value = "full")]
         synthesis: Vec<bench_prove::SynthesisPath>,
+        #[command(flatten)]
+        vram: crate::VramArgs,
     },
 }

@@ -139,17 +139,32 @@ pub fn open_engine(
     Ok(open_engines(selector, 1, vram_budget)?.remove(0))
 }
 
-/// `--vram-budget-mib` in bytes.
-pub fn vram_budget(mib: Option<u64>) -> CliResult<Option<u64>> {
-    mib.map(|mib| {
-        mib.checked_mul(1 << 20).ok_or_else(|| {
-            CliError::Invalid(format!(
-                "--vram-budget-mib {mib} is more bytes than a 64-bit count holds (at most {} MiB)",
-                u64::MAX >> 20
-            ))
-        })
-    })
-    .transpose()
+/// The device memory a prover may use: the option of every command that proves.
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct VramArgs {
+    /// Device memory the prover may use, in MiB: resident bases and constraint matrices,
+    /// each proof's buffers, the MSM workspaces. Default: what the device reports available
+    /// less a headroom (1/16, at least 512 MiB; `info` shows it), or no limit but the
+    /// device's where its backend does not tell.
+    #[arg(long, value_name = "MIB")]
+    pub vram_budget_mib: Option<u64>,
+}
+
+impl VramArgs {
+    /// The budget in bytes; `None`: the device's default.
+    pub fn bytes(&self) -> CliResult<Option<u64>> {
+        self.vram_budget_mib
+            .map(|mib| {
+                mib.checked_mul(1 << 20).ok_or_else(|| {
+                    CliError::Invalid(format!(
+                        "--vram-budget-mib {mib} is more bytes than a 64-bit count holds \
+                         (at most {} MiB)",
+                        u64::MAX >> 20
+                    ))
+                })
+            })
+            .transpose()
+    }
 }
 
 /// What every binary of the workspace does first, before any thread exists: the

@@ -10,7 +10,6 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_core::OsRng;
-use wgpu_groth16::groth16::engine::ResidentParams;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters, Step};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
@@ -102,14 +101,14 @@ impl FilecoinBackend {
                     comparison.circuit_id
                 ));
             }
-            let prover = Prover::with_engine(comparison.params.clone(), engine, None)
+            let prover = Prover::with_engine(comparison.params.clone(), engine)
                 .map_err(|e| format!("{circuit_id}: {e}"))?;
             // No file to measure: the set's size is its bases' bytes.
-            return Ok((prover, ResidentParams::bytes(&comparison.params)));
+            return Ok((prover, comparison.params.bases_bytes()));
         }
         let files = Circuit::params_files(circuit_id)?;
         let (prover, _) = files
-            .prover(engine, None)
+            .prover(engine)
             .map_err(|e| format!("{circuit_id}: {e}"))?;
         // The prover loads in the background; a resident set is a loaded one.
         prover

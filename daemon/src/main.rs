@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use wgpu_groth16::groth16::{Backend, ProverConfig, ProverEngine};
-use wgpu_groth16_cli::DeviceArgs;
+use wgpu_groth16_cli::{DeviceArgs, VramArgs};
 use wgpu_groth16_daemon::backend::FilecoinBackend;
 use wgpu_groth16_daemon::pb::{Priority, ProofKind, SubmitProofRequest};
 
@@ -50,6 +50,9 @@ enum Command {
         /// takes hours there, and Curio can retry the job on another machine.
         #[arg(long)]
         no_cpu_fallback: bool,
+        /// Each GPU's budget, shared by its lanes' jobs.
+        #[command(flatten)]
+        vram: VramArgs,
     },
     /// Send a running daemon JOBS POREP_SEAL_COMMIT jobs of one C1 output from CLIENTS
     /// concurrent clients (one job in flight each) and print proofs a second, wall time,
@@ -107,17 +110,22 @@ fn main() -> ExitCode {
             gpus,
             jobs_per_gpu,
             no_cpu_fallback,
-        } => serve(
-            &cli.device,
-            &listen,
-            max_pending,
-            &preload,
-            Lanes {
-                gpus,
-                jobs_per_gpu,
-                cpu_fallback: !no_cpu_fallback,
-            },
-        ),
+            vram,
+        } => match vram.bytes() {
+            Err(e) => Err(e.to_string()),
+            Ok(vram_budget) => serve(
+                &cli.device,
+                &listen,
+                max_pending,
+                &preload,
+                Lanes {
+                    gpus,
+                    jobs_per_gpu,
+                    cpu_fallback: !no_cpu_fallback,
+                    vram_budget,
+                },
+            ),
+        },
         Command::Load {
             address,
             c1,
@@ -141,6 +149,7 @@ struct Lanes {
     gpus: usize,
     jobs_per_gpu: usize,
     cpu_fallback: bool,
+    vram_budget: Option<u64>,
 }
 
 fn serve(
@@ -153,6 +162,7 @@ fn serve(
     let selector = device.selector().map_err(|e| e.to_string())?;
     let config = ProverConfig {
         backend: Backend::gpu_unless_disabled(selector),
+        vram_budget: lanes.vram_budget,
         ..Default::default()
     };
     let engines = ProverEngine::open_best(&config, lanes.gpus).map_err(|e| e.to_string())?;

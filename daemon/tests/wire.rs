@@ -13,7 +13,6 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use tonic::transport::Channel;
 use wgpu_groth16::groth16::batch::prove_batch_across;
-use wgpu_groth16::groth16::engine::ResidentParams;
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverConfig, ProverEngine, ProvingParameters};
 use wgpu_groth16_daemon::backend::{Comparison, FilecoinBackend};
@@ -86,7 +85,7 @@ impl SlowBatch {
         .shape();
         let params = ProvingParameters::random_for_shape(&shape, 1);
         SlowBatch {
-            prover: Prover::with_engine(params, Arc::new(ProverEngine::cpu()), None).unwrap(),
+            prover: Prover::with_engine(params, Arc::new(ProverEngine::cpu())).unwrap(),
             circuit,
             circuits,
             ended: Mutex::default(),
@@ -727,7 +726,7 @@ fn shared_commit() -> SealCommit {
 #[test]
 fn a_2kib_c2_over_the_wire_equals_bellperson() {
     let (comparison, expected) = comparison_for(&shared_commit(), "porep-2k", 21);
-    let params_bytes = ResidentParams::bytes(&comparison.params);
+    let params_bytes = comparison.params.bases_bytes();
     let backend = Arc::new(
         FilecoinBackend::comparing(vec![gpu_engine()], comparison).with_jobs_per_engine(2),
     );

@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = ProverEngine::open(&ProverConfig::default())?;
     println!("engine: {}", engine.describe());
     // The parameters load on a thread of their own while the partitions synthesize.
-    let (prover, _) = ParamsFiles::seal(commit.registered_proof())?.prover(engine, None)?;
+    let (prover, _) = ParamsFiles::seal(commit.registered_proof())?.prover(engine)?;
     // Returned only once verify_seal accepts it.
     let proof = seal_commit_phase2(&commit, &prover)?;
     files.write(proof_slot, |w| w.write_all(&proof))?;

@@ -16,7 +16,7 @@ use wgpu_groth16::recorded::Origin;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16_cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16_cli::{memory, software_adapter_note, CliError, DeviceArgs};
-use wgpu_groth16_cli::{open_engine, vram_budget};
+use wgpu_groth16_cli::{open_engine, VramArgs};
 use wgpu_groth16_filecoin::c1::{parse_prover_id, prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
 use wgpu_groth16_filecoin::params::ParamsFiles;
@@ -45,9 +45,8 @@ pub struct C2Args {
     /// Write a Chrome / Perfetto trace of every partition's stages to this file.
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Device memory the prover may use, in MiB (default: the device's).
-    #[arg(long)]
-    vram_budget_mib: Option<u64>,
+    #[command(flatten)]
+    vram: VramArgs,
 }
 
 /// A `c2` failure: exit status 1 when the proof failed `verify_seal`, 2 otherwise.
@@ -125,7 +124,7 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     let proof_file = plan.output("--out", &args.out);
     let trace_file = args.trace.as_deref().map(|p| plan.output("--trace", p));
     let mut files = plan.reserve()?;
-    let budget = vram_budget(args.vram_budget_mib)?;
+    let budget = args.vram.bytes()?;
 
     // Everything about the inputs is checked before a parameter is read.
     let prover_id = match (&args.prover_id, args.miner_id) {
@@ -175,7 +174,7 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     if let Some(note) = engine.device().and_then(software_adapter_note) {
         out.fact("note", note.as_str(), format!("note: {note}"));
     }
-    let (prover, ready) = files_needed.prover(engine.clone(), budget)?;
+    let (prover, ready) = files_needed.prover(engine.clone())?;
     let timeline = args.trace.as_ref().map(|_| Arc::new(Timeline::new()));
     let mut prover = prover.with_progress(Arc::new(move |event| {
         let (what, circuit, took) = match event {

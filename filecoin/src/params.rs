@@ -153,20 +153,19 @@ impl ParamsFiles {
     }
 
     /// A prover on `engine` that starts at once while its parameters are read on a thread
-    /// of their own (and their bases go to the device where they fit
-    /// `resident_bases_budget`): a proof synthesizes meanwhile and waits for them only
-    /// when it needs them. The second value holds when they were ready, once they are.
+    /// of their own (and their bases go to the device as the engine's plan says): a proof
+    /// synthesizes meanwhile and waits for them only when it needs them. The second value
+    /// holds when they were ready, once they are.
     pub fn prover(
         &self,
         engine: Arc<ProverEngine>,
-        resident_bases_budget: Option<u64>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
         self.check_present()?;
         let files = self.clone();
         let ready = Arc::new(OnceLock::new());
         let told = ready.clone();
         let start = Instant::now();
-        let prover = Prover::loading(engine, resident_bases_budget, move || {
+        let prover = Prover::loading(engine, move || {
             let (params, checked) = files.read_params()?;
             let _ = told.set(ParamsReady {
                 read: start.elapsed(),

@@ -19,7 +19,7 @@ use wgpu_groth16::groth16::CancelToken;
 use wgpu_groth16::recorded::{Origin, RecordedSystem, WitnessRun};
 use wgpu_groth16_cli::open_engine;
 use wgpu_groth16_cli::output::{stage, Output, OutputPlan};
-use wgpu_groth16_cli::{CliError, DeviceArgs};
+use wgpu_groth16_cli::{CliError, DeviceArgs, VramArgs};
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
 use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
@@ -186,6 +186,8 @@ pub struct BenchC2Args {
     /// (as WGPU_GROTH16_FULL_SYNTHESIS=1 does): to compare.
     #[arg(long)]
     full_synthesis: bool,
+    #[command(flatten)]
+    vram: VramArgs,
 }
 
 /// Partition 0's synthesis in full beside the recorded path: recording
@@ -300,9 +302,9 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
     println!("| prover | run | engine open | parameters ready (after opening) | synthesis | seal_commit_phase2 (vanilla check, proof, verify_seal) | bytes | verify_seal |");
     println!("|---|---|---|---|---|---|---|---|");
     let t = Instant::now();
-    let engine = open_engine(&device.selector()?, None)?;
+    let engine = open_engine(&device.selector()?, args.vram.bytes()?)?;
     let engine_time = t.elapsed();
-    let (prover, ready) = files.prover(engine.clone(), None)?;
+    let (prover, ready) = files.prover(engine.clone())?;
     for run in 0..=args.runs {
         let t = Instant::now();
         let recorded = match args.full_synthesis {

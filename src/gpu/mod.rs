@@ -1,10 +1,12 @@
 //! The wgpu side, knowing nothing of the kernels above it: adapter and device ([`context`]),
 //! programs and their validation ([`program`]), typed vectors on the device ([`vector`]),
-//! the buffer pool and its VRAM budget ([`pool`]), uploads and read-backs (`transfer`),
+//! the device memory and the default VRAM budget ([`memory`]), the buffer pool and its
+//! VRAM budget ([`pool`]), uploads and read-backs (`transfer`),
 //! the stage of every wait ([`waits`]), and here the helpers every kernel runner uses
 //! (pipelines, buffers, dispatch, the two waits).
 
 pub mod context;
+pub mod memory;
 pub mod pipeline_cache;
 pub mod pool;
 pub mod program;

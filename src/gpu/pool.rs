@@ -17,12 +17,14 @@ use crate::error::{Error, Result};
 pub struct BufferPool {
     inner: Arc<Mutex<PoolState>>,
     gpu: GpuContext,
-    budget: u64,
 }
 
 struct PoolState {
+    budget: u64,
     /// Bytes of every buffer the pool owns (free, in flight, or taken).
     allocated: u64,
+    /// The most `allocated` has been.
+    peak: u64,
     free: Vec<wgpu::Buffer>,
     /// Handed back, waiting for their last submission.
     in_flight: Vec<(wgpu::Buffer, wgpu::SubmissionIndex)>,
@@ -51,6 +53,8 @@ impl Drop for Reservation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolStats {
     pub allocated_bytes: u64,
+    /// The most bytes counted at once since the pool was made: never above its budget.
+    pub peak_bytes: u64,
     pub free: usize,
     pub in_flight: usize,
 }
@@ -58,7 +62,7 @@ pub struct PoolStats {
 impl std::fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BufferPool")
-            .field("budget", &self.budget)
+            .field("budget", &self.budget())
             .field("stats", &self.stats())
             .finish()
     }
@@ -69,23 +73,54 @@ impl BufferPool {
     pub fn new(gpu: &GpuContext, budget: u64) -> Self {
         BufferPool {
             inner: Arc::new(Mutex::new(PoolState {
+                budget,
                 allocated: 0,
+                peak: 0,
                 free: Vec::new(),
                 in_flight: Vec::new(),
             })),
             gpu: gpu.clone(),
-            budget,
         }
     }
 
     pub fn budget(&self) -> u64 {
-        self.budget
+        self.lock().budget
+    }
+
+    /// Sets the budget to `bytes`: a lower one holds from the next buffer taken on (what
+    /// is held already stays until given back).
+    pub fn set_budget(&self, bytes: u64) {
+        self.lock().budget = bytes;
+    }
+
+    /// When the driver refused memory the budget allowed: drops the free buffers and lowers
+    /// the budget to three quarters of the most the pool has held (the device gave about
+    /// that much), never below what stays held. Returns the new budget.
+    pub fn release_free(&self) -> u64 {
+        let mut state = self.lock();
+        for buffer in std::mem::take(&mut state.free) {
+            state.allocated -= buffer.size();
+            buffer.destroy();
+        }
+        state.budget = state.budget.min((state.peak / 4 * 3).max(state.allocated));
+        state.budget
+    }
+
+    /// Starts counting [`PoolStats::peak_bytes`] again from what is held now.
+    pub fn reset_peak(&self) {
+        let mut state = self.lock();
+        state.peak = state.allocated;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn stats(&self) -> PoolStats {
         let state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         PoolStats {
             allocated_bytes: state.allocated,
+            peak_bytes: state.peak,
             free: state.free.len(),
             in_flight: state.in_flight.len(),
         }
@@ -99,13 +134,13 @@ impl BufferPool {
             if let Some(i) = state.free.iter().position(|b| b.size() == size) {
                 return Ok(Some(state.free.swap_remove(i)));
             }
-            if !make_room(state, size, self.budget) {
+            if !make_room(state, size) {
                 return Ok(None);
             }
             let buffer = self
                 .gpu
                 .allocating(what, size, || self.gpu.empty_storage_buffer(what, size))??;
-            state.allocated += size;
+            state.grow(size);
             Ok(Some(buffer))
         })
     }
@@ -115,10 +150,10 @@ impl BufferPool {
     /// drops.
     pub fn reserve(&self, what: &str, bytes: u64) -> Result<Reservation> {
         self.within_budget(what, bytes, |state| {
-            if !make_room(state, bytes, self.budget) {
+            if !make_room(state, bytes) {
                 return Ok(None);
             }
-            state.allocated += bytes;
+            state.grow(bytes);
             Ok(Some(Reservation {
                 pool: self.clone(),
                 bytes,
@@ -134,11 +169,12 @@ impl BufferPool {
         bytes: u64,
         mut attempt: impl FnMut(&mut PoolState) -> Result<Option<T>>,
     ) -> Result<T> {
-        if bytes > self.budget {
+        let budget = self.budget();
+        if bytes > budget {
             return Err(Error::VramBudget {
                 what: what.to_string(),
                 needed: bytes,
-                budget: self.budget,
+                budget,
             });
         }
         loop {
@@ -163,7 +199,7 @@ impl BufferPool {
             return Err(Error::VramBudget {
                 what: what.to_string(),
                 needed: state.allocated + bytes,
-                budget: self.budget,
+                budget: state.budget,
             });
         };
         drop(state);
@@ -175,14 +211,22 @@ impl BufferPool {
     /// reservation drops; `None` if they do not fit.
     pub fn set_aside(&self, bytes: u64) -> Option<Reservation> {
         let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if !make_room(&mut state, bytes, self.budget) {
+        if !make_room(&mut state, bytes) {
             return None;
         }
-        state.allocated += bytes;
+        state.grow(bytes);
         Some(Reservation {
             pool: self.clone(),
             bytes,
         })
+    }
+
+    /// Bytes of the budget that buffers and reservations do not hold now, counting free
+    /// buffers as room.
+    pub fn room(&self) -> u64 {
+        let state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let free: u64 = state.free.iter().map(wgpu::Buffer::size).sum();
+        state.budget.saturating_sub(state.allocated - free)
     }
 
     /// Gives `buffer` back; it becomes free once `last_use` (the last submission that used
@@ -211,9 +255,16 @@ impl BufferPool {
     }
 }
 
+impl PoolState {
+    fn grow(&mut self, bytes: u64) {
+        self.allocated += bytes;
+        self.peak = self.peak.max(self.allocated);
+    }
+}
+
 /// Drops free buffers until `bytes` more fit the budget; whether they do.
-fn make_room(state: &mut PoolState, bytes: u64, budget: u64) -> bool {
-    while state.allocated + bytes > budget {
+fn make_room(state: &mut PoolState, bytes: u64) -> bool {
+    while state.allocated + bytes > state.budget {
         match state.free.pop() {
             Some(other) => {
                 state.allocated -= other.size();

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 
-use super::engine::{Engine, ProverConfig, ProverEngine, ResidentParams, Work};
+use super::engine::{DevicePlan, Engine, ProverConfig, ProverEngine, ResidentParams, Work};
 use super::params::ProvingParameters;
 use super::report::{ProveReport, Step};
 use super::synthesis::ProvingAssignment;
@@ -137,18 +137,17 @@ pub type ProgressObserver = dyn Fn(BatchProgress) + Send + Sync;
 
 impl Prover {
     pub fn new(params: impl Into<ProvingParameters>, config: &ProverConfig) -> Result<Self> {
-        Self::with_engine(params, ProverEngine::open(config)?, config.vram_budget)
+        Self::with_engine(params, ProverEngine::open(config)?)
     }
 
-    /// A prover on an engine already open (several provers may share one). The bases stay
-    /// on the device when they fit both `resident_bases_budget` and the engine's VRAM budget
-    /// beside one proof's pooled buffers; otherwise each MSM uploads its bases.
+    /// A prover on an engine already open (several provers may share one). On a GPU the
+    /// engine's plan ([`DevicePlan`]) decides which bases stay on the device and which
+    /// stream with each MSM.
     pub fn with_engine(
         params: impl Into<ProvingParameters>,
         engine: Arc<ProverEngine>,
-        resident_bases_budget: Option<u64>,
     ) -> Result<Self> {
-        let loaded = Self::load(&engine, params.into(), resident_bases_budget)?;
+        let loaded = Self::load(&engine, params.into())?;
         Ok(Self::with_slot(ParamsSlot::ready(loaded), engine))
     }
 
@@ -158,13 +157,12 @@ impl Prover {
     /// load fails the proofs that wait for it.
     pub fn loading(
         engine: Arc<ProverEngine>,
-        resident_bases_budget: Option<u64>,
         load: impl FnOnce() -> Result<ProvingParameters> + Send + 'static,
     ) -> Result<Self> {
         let on_device = engine.clone();
         let loader = std::thread::Builder::new()
             .name("parameters".into())
-            .spawn(move || Self::load(&on_device, load()?, resident_bases_budget))
+            .spawn(move || Self::load(&on_device, load()?))
             .map_err(|e| Error::Internal(format!("cannot start the parameter loader: {e}")))?;
         Ok(Self::with_slot(
             ParamsSlot {
@@ -175,13 +173,10 @@ impl Prover {
         ))
     }
 
-    fn load(
-        engine: &ProverEngine,
-        params: ProvingParameters,
-        resident_bases_budget: Option<u64>,
-    ) -> Result<Loaded> {
+    fn load(engine: &ProverEngine, params: ProvingParameters) -> Result<Loaded> {
         let resident = match engine.usable_gpu() {
-            Some(gpu) => gpu.keep_resident(&params, resident_bases_budget)?,
+            // The plan's proofs in flight are capped by the workers when a batch asks.
+            Some(gpu) => Some(gpu.keep_resident(&params, usize::MAX)?),
             None => None,
         };
         Ok(Loaded { params, resident })
@@ -233,41 +228,34 @@ impl Prover {
         self
     }
 
-    /// Proofs in flight at once: the workers asked for, fewer if the VRAM budget holds fewer
-    /// proofs' buffers beside the resident bases and the MSM workspaces.
+    /// Proofs in flight at once: the workers asked for, fewer if the engine's plan holds
+    /// fewer.
     pub fn workers(&self) -> usize {
-        let Some(gpu) = self.engine.usable_gpu() else {
-            return self.workers;
-        };
-        let budget = gpu.pool().budget();
-        if budget == u64::MAX {
-            return self.workers;
+        match self.plan() {
+            Some(plan) if plan.proofs_in_flight < self.workers => {
+                log::info!(
+                    "{} workers asked for, {} fit the VRAM budget of {} bytes",
+                    self.workers,
+                    plan.proofs_in_flight,
+                    plan.budget
+                );
+                plan.proofs_in_flight
+            }
+            _ => self.workers,
         }
-        let Ok(loaded) = self.params.get() else {
-            return self.workers;
-        };
-        let Ok((per_proof, workspaces)) = gpu.proof_bytes(&loaded.params) else {
-            return self.workers;
-        };
-        let resident = loaded
-            .resident
-            .as_ref()
-            .map_or(0, |_| ResidentParams::bytes(&loaded.params));
-        let room = budget.saturating_sub(resident + workspaces + self.kept_matrices_bytes());
-        let fitting = (room / per_proof.max(1)).max(1) as usize;
-        if fitting < self.workers {
-            log::info!(
-                "{} workers asked for, {fitting} fit the VRAM budget of {budget} bytes",
-                self.workers
-            );
-        }
-        self.workers.min(fitting)
+    }
+
+    /// The engine's plan for this prover's proofs (`None` on the CPU, or while the
+    /// parameters fail to load).
+    pub fn plan(&self) -> Option<&DevicePlan> {
+        let loaded = self.params.get().ok()?;
+        loaded.resident.as_ref().map(|resident| &resident.plan)
     }
 
     /// `matrices` on this prover's device for the products of its proofs: uploaded on first
-    /// use, kept while batches prove the same matrices. `None` on the CPU, and when they do
-    /// not fit the VRAM budget beside the bases and one proof's buffers: the products then
-    /// run on the CPU. Waits for the parameters.
+    /// use, kept while batches prove the same matrices. `None` on the CPU, and where the
+    /// plan leaves them no room (or streams the scalars they would be applied to): the
+    /// products then run on the CPU. Waits for the parameters.
     pub fn device_matrices(&self, system: &Arc<RecordedSystem>) -> Option<Arc<ResidentMatrices>> {
         let gpu = self.engine.usable_gpu()?;
         let mut kept = self.matrices.lock().unwrap_or_else(|e| e.into_inner());
@@ -278,23 +266,14 @@ impl Prover {
         }
         // The previous circuit's matrices leave the device (and the budget) first.
         *kept = None;
-        let loaded = self.params.get().ok()?;
+        let plan = self.plan()?;
         let bytes = SparseKernels::bytes_of(system);
-        let budget = gpu.pool().budget();
-        let room = gpu
-            .proof_bytes(&loaded.params)
-            .ok()
-            .map(|(per_proof, workspaces)| {
-                let resident = loaded
-                    .resident
-                    .as_ref()
-                    .map_or(0, |_| ResidentParams::bytes(&loaded.params));
-                budget.saturating_sub(resident + workspaces + per_proof)
-            });
-        let device = if room.is_some_and(|room| bytes > room) {
+        let room = plan.room_with(self.workers.min(plan.proofs_in_flight));
+        let device = if !plan.scalars_on_device || bytes > room {
             log::info!(
-                "constraint matrices ({bytes} bytes) over the VRAM budget of {budget} bytes: \
-                 products on the CPU"
+                "constraint matrices ({bytes} bytes) over the {room} bytes the plan leaves \
+                 ({}): products on the CPU",
+                plan.describe_budget()
             );
             None
         } else {
@@ -318,14 +297,6 @@ impl Prover {
             device: device.clone(),
         });
         device
-    }
-
-    /// Device bytes of the constraint matrices this prover keeps.
-    fn kept_matrices_bytes(&self) -> u64 {
-        let kept = self.matrices.lock().unwrap_or_else(|e| e.into_inner());
-        kept.as_ref()
-            .and_then(|k| k.device.as_ref())
-            .map_or(0, |d| d.bytes())
     }
 
     /// Host memory that a batch's synthesized circuits may hold at once, from the start of
@@ -449,7 +420,10 @@ impl Prover {
 
         // A proof's vectors live to its end, and go back to the pool together. Products left
         // to the proof are computed in its compute stage, from the aux values staged for L.
+        // Where the plan has no room for the scalar vectors, the L, A and B scalars stay in
+        // host memory and stream with their MSMs' chunks.
         let deferred = assignment.deferred_products.as_ref();
+        let scalars_on_device = resident.is_none_or(|r| r.plan.scalars_on_device);
         let (abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
@@ -457,7 +431,11 @@ impl Prover {
                     None => Some(engine.h_inputs(a, b, c)?),
                     Some(_) => None,
                 };
-                Ok((abc, engine.upload(aux)?))
+                let l_scalars = match scalars_on_device {
+                    true => engine.upload(aux)?,
+                    false => engine.vector(aux),
+                };
+                Ok((abc, l_scalars))
             })?
         };
         let device_matrices = deferred.and_then(|m| self.device_matrices(m));

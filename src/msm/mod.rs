@@ -15,7 +15,7 @@ mod record;
 mod timer;
 mod workspace;
 
-pub use plan::{MsmConfig, MsmPlan, PointCosts, WindowLayout};
+pub use plan::{MsmConfig, MsmPlan, PointCosts, WindowLayout, CHUNK_ALIGN};
 pub use workspace::WORKSPACES_KEPT;
 
 use crate::curve::GpuCurve;
@@ -123,6 +123,33 @@ impl<C: GpuCurve> ResidentBases<C> {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Device bytes of `points` bases of curve `C`.
+    pub fn bytes(points: usize) -> u64 {
+        (points * C::AFFINE_BYTES) as u64
+    }
+}
+
+/// An MSM's bases when they do not all fit the device: the first ones resident (any number,
+/// none included), the rest read from host memory and streamed to the device chunk by
+/// chunk ([`MsmKernels::msm_streaming`]).
+#[derive(Clone, Copy)]
+pub struct MsmBases<'a, C: GpuCurve> {
+    /// A prefix of `host` on the device.
+    pub resident: Option<&'a ResidentBases<C>>,
+    /// Every base, resident ones included.
+    pub host: &'a [C::Affine],
+}
+
+impl<'a, C: GpuCurve> MsmBases<'a, C> {
+    fn resident_len(&self) -> usize {
+        self.resident.map_or(0, ResidentBases::len)
+    }
+
+    fn resident_buffer(&self, buffer: usize) -> &'a wgpu::Buffer {
+        let resident = self.resident.expect("a resident chunk has resident bases");
+        &resident.buffers[buffer].0
     }
 }
 
@@ -301,14 +328,62 @@ impl<C: GpuCurve> MsmKernels<C> {
         scalars: Scalars<'_>,
     ) -> Result<C::Projective> {
         check_lengths(bases.len(), scalars.len())?;
+        let bases = MsmBases {
+            resident: Some(bases),
+            host: &[],
+        };
+        self.msm_streaming(&bases, scalars, 0)
+    }
+
+    /// Σ `scalars[i] · bases[i]` with the bases past the resident prefix streamed from host
+    /// memory in chunks of at most `stream_points` (a multiple of [`plan::CHUNK_ALIGN`])
+    /// through two buffers of the pool, alternating.
+    pub fn msm_streaming(
+        &self,
+        bases: &MsmBases<'_, C>,
+        scalars: Scalars<'_>,
+        stream_points: usize,
+    ) -> Result<C::Projective> {
+        check_lengths(bases.resident_len().max(bases.host.len()), scalars.len())?;
         if scalars.is_empty() {
             return Ok(C::Projective::identity());
         }
         let plan = self.plan(scalars.len())?;
+        let streamed = scalars.len().saturating_sub(bases.resident_len());
+        let stream_points = plan.chunk.min(stream_points.max(1)).min(streamed);
+        let stream = match streamed {
+            0 => Vec::new(),
+            _ => self.stream_buffers(stream_points)?,
+        };
         let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
         let ws = workspaces.for_plan::<C>(&self.gpu, self.pool.as_ref(), &plan)?;
-        let window_sums = self.run(bases, scalars, &plan, ws)?;
-        Ok(combine_windows::<C>(&window_sums, &plan.layout))
+        let window_sums = self.run(bases, &stream, stream_points, scalars, &plan, ws);
+        if let Some(pool) = &self.pool {
+            // `run` waited for the MSM's last submission, the last to read them (after a
+            // failure the engine leaves this device).
+            for buffer in stream {
+                pool.give_back(buffer, None);
+            }
+        }
+        Ok(combine_windows::<C>(&window_sums?, &plan.layout))
+    }
+
+    /// Device bytes of the two buffers an MSM streams bases through, `points` each.
+    pub fn stream_bytes(points: usize) -> u64 {
+        2 * ResidentBases::<C>::bytes(points)
+    }
+
+    /// Two buffers of `points` bases, from the pool where there is one.
+    fn stream_buffers(&self, points: usize) -> Result<Vec<wgpu::Buffer>> {
+        let bytes = ResidentBases::<C>::bytes(points);
+        (0..2)
+            .map(|_| match &self.pool {
+                Some(pool) => pool.take("streamed bases", bytes),
+                None => self.gpu.allocating("streamed bases", bytes, || {
+                    self.gpu.empty_storage_buffer("streamed bases", bytes)
+                })?,
+            })
+            .collect()
     }
 }
 

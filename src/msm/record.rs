@@ -6,34 +6,62 @@ use super::plan::MsmPlan;
 use super::program::{MsmEntry, MsmParams, ScanEntry, ScanParams};
 use super::timer::PassTimer;
 use super::workspace::{scan_levels, Workspace};
-use super::{MsmKernels, ResidentBases, Scalars};
+use super::{MsmBases, MsmKernels, Scalars};
 use crate::curve::GpuCurve;
 use crate::error::Result;
 use crate::gpu::UniformArray;
 
-/// A run of points that lies in one base buffer: (buffer, first point in it, first scalar,
-/// points).
+/// Where a chunk's bases are on the device.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ChunkBases {
+    /// In resident buffer `buffer`, from point `at`.
+    Resident { buffer: usize, at: usize },
+    /// Uploaded into stream buffer `slot` (of two, alternating) just before the chunk.
+    Streamed { slot: usize },
+}
+
+/// A run of points whose bases lie in one buffer: where, the first scalar, the points.
 #[derive(Clone, Copy)]
 struct Chunk {
-    buffer: usize,
-    at: usize,
+    bases: ChunkBases,
     first: usize,
     len: usize,
 }
 
-/// Cuts `len` scalars into chunks of at most `plan.chunk` that never straddle two base
-/// buffers.
-fn chunks<C: GpuCurve>(bases: &ResidentBases<C>, plan: &MsmPlan, len: usize) -> Vec<Chunk> {
+/// Cuts `len` scalars into chunks of at most `plan.chunk`: over the resident prefix of the
+/// bases never straddling two of its buffers, past it at most `stream_points` each.
+fn chunks<C: GpuCurve>(
+    bases: &MsmBases<'_, C>,
+    plan: &MsmPlan,
+    stream_points: usize,
+    len: usize,
+) -> Vec<Chunk> {
     let mut chunks = Vec::new();
     let mut first = 0usize;
+    let resident_len = bases.resident_len();
     while first < len {
-        let buffer = first / bases.per_buffer;
-        let at = first % bases.per_buffer;
-        let room = bases.buffers[buffer].1 - at;
-        let take = plan.chunk.min(room).min(len - first);
+        let (chunk_bases, take) = match bases.resident {
+            Some(resident) if first < resident_len => {
+                let buffer = first / resident.per_buffer;
+                let at = first % resident.per_buffer;
+                let room = (resident.buffers[buffer].1 - at).min(resident_len - first);
+                (ChunkBases::Resident { buffer, at }, plan.chunk.min(room))
+            }
+            _ => {
+                let slot = chunks
+                    .iter()
+                    .filter(|c: &&Chunk| matches!(c.bases, ChunkBases::Streamed { .. }))
+                    .count()
+                    % 2;
+                (
+                    ChunkBases::Streamed { slot },
+                    plan.chunk.min(stream_points.max(1)),
+                )
+            }
+        };
+        let take = take.min(len - first);
         chunks.push(Chunk {
-            buffer,
-            at,
+            bases: chunk_bases,
             first,
             len: take,
         });
@@ -45,7 +73,9 @@ fn chunks<C: GpuCurve>(bases: &ResidentBases<C>, plan: &MsmPlan, len: usize) -> 
 /// Everything one MSM's passes bind, made once for all its chunks.
 struct Recording<'a, C: GpuCurve> {
     kernels: &'a MsmKernels<C>,
-    bases: &'a ResidentBases<C>,
+    bases: &'a MsmBases<'a, C>,
+    /// The two buffers streamed chunks' bases alternate between (none if nothing streams).
+    stream: &'a [wgpu::Buffer],
     plan: &'a MsmPlan,
     ws: &'a Workspace,
     /// Per chunk one block per accumulation level, then the reduction's, then one per tree
@@ -61,19 +91,31 @@ struct Recording<'a, C: GpuCurve> {
 
 impl<C: GpuCurve> MsmKernels<C> {
     /// Records and submits every chunk, then the reduction; returns each window's sum.
+    /// Streamed chunks' bases are uploaded into `stream`'s two buffers in turn, each just
+    /// before its chunk (queue order keeps a buffer from being rewritten while the chunk
+    /// before last still reads it); their host copies run while the previous chunk computes.
     pub(super) fn run(
         &self,
-        bases: &ResidentBases<C>,
+        bases: &MsmBases<'_, C>,
+        stream: &[wgpu::Buffer],
+        stream_points: usize,
         scalars: Scalars<'_>,
         plan: &MsmPlan,
         ws: &Workspace,
     ) -> Result<Vec<C::Projective>> {
         let gpu = &self.gpu;
-        let chunks = chunks(bases, plan, scalars.len());
-        let recording = Recording::new(self, bases, plan, ws, &chunks);
+        let chunks = chunks(bases, plan, stream_points, scalars.len());
+        let recording = Recording::new(self, bases, stream, plan, ws, &chunks);
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         encoder.clear_buffer(&ws.buckets, 0, None);
         for (c, &chunk) in chunks.iter().enumerate() {
+            if let ChunkBases::Streamed { slot } = chunk.bases {
+                // The copies queue after the encoder's work so far, which goes first.
+                gpu.submit([encoder.finish()]);
+                encoder = gpu.device.create_command_encoder(&Default::default());
+                let host = &bases.host[chunk.first..chunk.first + chunk.len];
+                gpu.upload(&stream[slot], 0, C::affine_bytes(host))?;
+            }
             scalars.stage(gpu, &mut encoder, &ws.scalars, chunk.first, chunk.len)?;
             recording.chunk(&mut encoder, c, chunk);
             // The next chunk rewrites the scalars: submit this one first.
@@ -99,7 +141,8 @@ impl<C: GpuCurve> MsmKernels<C> {
 impl<'a, C: GpuCurve> Recording<'a, C> {
     fn new(
         kernels: &'a MsmKernels<C>,
-        bases: &'a ResidentBases<C>,
+        bases: &'a MsmBases<'a, C>,
+        stream: &'a [wgpu::Buffer],
         plan: &'a MsmPlan,
         ws: &'a Workspace,
         chunks: &[Chunk],
@@ -162,6 +205,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         Recording {
             kernels,
             bases,
+            stream,
             plan,
             ws,
             params: UniformArray::new(gpu, &blocks),
@@ -183,10 +227,14 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
     fn bind(&self, chunk: Chunk, parity: usize) -> wgpu::BindGroup {
         let ws = self.ws;
         let (inp, out) = (1 - parity, parity);
+        let (buffer, at) = match chunk.bases {
+            ChunkBases::Resident { buffer, at } => (self.bases.resident_buffer(buffer), at),
+            ChunkBases::Streamed { slot } => (&self.stream[slot], 0),
+        };
         let bases = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: &self.bases.buffers[chunk.buffer].0,
-            offset: (chunk.at * C::AFFINE_BYTES) as u64,
-            size: wgpu::BufferSize::new((chunk.len * C::AFFINE_BYTES) as u64),
+            buffer,
+            offset: (at * C::AFFINE_BYTES) as u64,
+            size: wgpu::BufferSize::new((chunk.len.max(1) * C::AFFINE_BYTES) as u64),
         });
         self.kernels.gpu.bind_group(
             &self.kernels.msm,

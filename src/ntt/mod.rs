@@ -223,6 +223,7 @@ impl NttKernels {
         }
         let tables = Arc::new(DomainTables::new(
             &self.gpu,
+            self.pool.as_ref(),
             log_n,
             self.high_table_bits,
             self.binding_limit(),

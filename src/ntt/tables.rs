@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::field::GpuField;
+use crate::gpu::pool::{BufferPool, Reservation};
 use crate::gpu::GpuContext;
 
 /// Bases whose powers the kernels take from tables, in table order.
@@ -32,12 +33,21 @@ pub struct DomainTables {
     pub minv: u32,
     /// Index of 1/(n·Z(g)).
     pub h_factor: u32,
+    /// Its bytes in the VRAM budget, while it lives.
+    _budget: Option<Reservation>,
 }
 
 impl DomainTables {
     /// The tables of 2^log_n, the high parts at most 2^high_bits entries long and shorter
     /// where the tables would not fit `binding_limit` bytes.
-    pub fn new(gpu: &GpuContext, log_n: u32, high_bits: u32, binding_limit: u64) -> Result<Self> {
+    /// Counted against `pool`'s budget when given.
+    pub fn new(
+        gpu: &GpuContext,
+        pool: Option<&BufferPool>,
+        log_n: u32,
+        high_bits: u32,
+        binding_limit: u64,
+    ) -> Result<Self> {
         let mut omega = Scalar::ROOT_OF_UNITY;
         for _ in log_n..Scalar::S {
             omega = omega.square();
@@ -76,8 +86,13 @@ impl DomainTables {
             table_len(log_n, high),
             "table_bytes counts these"
         );
+        let bytes = Scalar::as_bytes(&table);
+        let budget = pool
+            .map(|pool| pool.reserve("the NTT's power tables", bytes.len() as u64))
+            .transpose()?;
         Ok(DomainTables {
-            buffer: gpu.storage_buffer("ntt power tables", Scalar::as_bytes(&table))?,
+            buffer: gpu.storage_buffer("ntt power tables", bytes)?,
+            _budget: budget,
             split,
             stride: (lo_len + hi_len) as u32,
             minv,

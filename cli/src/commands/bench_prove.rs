@@ -46,6 +46,8 @@ pub struct ProveOptions {
     pub check: bool,
     /// Where to write the trace of every batch's stages.
     pub trace: Option<std::path::PathBuf>,
+    /// Bytes of device memory each engine may use; `None`: the device's default.
+    pub vram_budget: Option<u64>,
 }
 
 /// Peak resident memory of this process so far (Linux `VmHWM`), in MiB.
@@ -64,7 +66,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         .as_deref()
         .map(|path| plan.output("--trace", path));
     let mut files = plan.reserve()?;
-    let engines = crate::open_engines(selector, options.gpus.max(1), None)?;
+    let engines = crate::open_engines(selector, options.gpus.max(1), options.vram_budget)?;
     println!(
         "engines: {} (pipelines built in {}); CPU: bellperson on {} threads; times per proof",
         engines
@@ -134,7 +136,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
             let provers = engines
                 .iter()
                 .map(|engine| {
-                    Ok(Prover::with_engine(params.clone(), engine.clone(), None)?
+                    Ok(Prover::with_engine(params.clone(), engine.clone())?
                         .with_workers(workers)
                         .with_timeline(timeline.clone()))
                 })

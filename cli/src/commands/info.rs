@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 use wgpu_groth16::gpu::context::{enumerate_adapters, has_compute, select_adapter, Capabilities};
+use wgpu_groth16::gpu::memory::device_memory;
 use wgpu_groth16::gpu::AdapterSelector;
 use wgpu_groth16::Result;
 
@@ -41,6 +42,11 @@ pub fn run(explicit: &AdapterSelector) -> Result<ExitCode> {
             mib(limits.max_storage_buffer_binding_size)
         );
         println!("  max buffer:             {}", mib(limits.max_buffer_size));
+        let memory = device_memory(&adapter).map_or_else(
+            || "unknown to its backend: no VRAM budget by default".into(),
+            |memory| memory.describe(),
+        );
+        println!("  device memory:          {memory}");
         println!(
             "  storage buffers/stage:  {}",
             limits.max_storage_buffers_per_shader_stage

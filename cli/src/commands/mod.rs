@@ -99,6 +99,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             workers,
             gpus,
             synthesis,
+            vram,
         } => bench_prove::prove(
             selector,
             &bench_prove::ProveOptions {
@@ -109,6 +110,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                 synthesis,
                 check: !no_check,
                 trace,
+                vram_budget: vram.bytes()?,
             },
         )?,
         BenchCommand::Msm {

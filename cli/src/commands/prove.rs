@@ -47,10 +47,8 @@ pub struct ProveOptions {
     /// Skip the subgroup checks of the parameters' points (faster; for files you trust).
     #[arg(long)]
     pub unchecked: bool,
-    /// Device memory the prover may use, in MiB (pooled buffers and resident bases); a
-    /// budget below what one proof needs is an error.
-    #[arg(long)]
-    pub vram_budget_mib: Option<u64>,
+    #[command(flatten)]
+    pub vram: crate::VramArgs,
     /// Write a Chrome / Perfetto trace of the proof's stages to this file.
     #[arg(long)]
     pub trace: Option<PathBuf>,
@@ -80,7 +78,7 @@ pub fn prove_on(
     (r, s): (Scalar, Scalar),
     timeline: Option<Arc<Timeline>>,
 ) -> wgpu_groth16::Result<(Proof<Bls12>, ProveReport)> {
-    let mut prover = Prover::with_engine(params.clone(), engine, None)?;
+    let mut prover = Prover::with_engine(params.clone(), engine)?;
     if let Some(timeline) = timeline {
         prover = prover.with_timeline(timeline);
     }
@@ -101,7 +99,7 @@ pub fn run(
     options: &ProveOptions,
     out: &mut Output,
 ) -> CliResult<ExitCode> {
-    let vram_budget = crate::vram_budget(options.vram_budget_mib)?;
+    let vram_budget = options.vram.bytes()?;
     let mut plan = OutputPlan::new();
     plan.input("--params", &options.params);
     let proof_file = plan.output("--proof", &options.proof);

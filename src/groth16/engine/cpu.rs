@@ -5,11 +5,12 @@ use std::borrow::Cow;
 
 use blstrs::Scalar;
 
+use super::DeviceBases;
 use super::{unlocked, Engine, StageGuard};
 use crate::curve::GpuCurve;
 use crate::gpu::waits::Stage;
 use crate::groth16::synthesis::ProvingAssignment;
-use crate::msm::{msm_cpu, ResidentBases};
+use crate::msm::msm_cpu;
 use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::ResidentMatrices;
@@ -97,7 +98,7 @@ impl Engine for CpuEngine {
     fn bases<'a, C: GpuCurve>(
         &'a self,
         host: &'a [C::Affine],
-        _resident: Option<&'a ResidentBases<C>>,
+        _device: Option<&'a DeviceBases<C>>,
     ) -> &'a [C::Affine] {
         host
     }

@@ -6,15 +6,17 @@ use std::sync::{Arc, Mutex};
 use blstrs::Scalar;
 
 use super::cpu::select_ab;
+use super::plan::{DevicePlan, Footprint};
 use super::{Engine, StageGuard};
 use crate::curve::{GpuCurve, G1, G2};
+use crate::gpu::memory::device_memory;
 use crate::gpu::pool::{BufferPool, Reservation};
 use crate::gpu::vector::PartLayout;
 use crate::gpu::waits::{self, Stage};
 use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
 use crate::groth16::synthesis::ProvingAssignment;
-use crate::msm::{MsmConfig, MsmKernels, ResidentBases, Scalars, WORKSPACES_KEPT};
+use crate::msm::{MsmBases, MsmConfig, MsmKernels, ResidentBases, Scalars, WORKSPACES_KEPT};
 use crate::ntt::{NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, ProductLayouts, ResidentMatrices, SparseKernels};
@@ -39,39 +41,82 @@ pub struct GpuEngine {
 /// a pooled device vector.
 pub enum GpuVector<'a> {
     Host(&'a [Scalar]),
+    /// Computed on the host for this proof (A and B selected where the scalars stream).
+    Owned(Vec<Scalar>),
     Device(Box<DeviceVector<Scalar>>),
 }
 
-/// A curve's bases for the GPU engine: resident on the device, or in host memory and
-/// uploaded for each MSM (when they do not fit the VRAM budget).
-pub struct GpuBases<'a, C: GpuCurve> {
-    host: &'a [C::Affine],
-    resident: Option<&'a ResidentBases<C>>,
-}
-
-/// A parameter set's bases kept on the device, counted against the engine's VRAM budget
-/// until dropped.
-pub struct ResidentParams {
-    pub h: ResidentBases<G1>,
-    pub l: ResidentBases<G1>,
-    pub a: ResidentBases<G1>,
-    pub b_g1: ResidentBases<G1>,
-    pub b_g2: ResidentBases<G2>,
-    _budget: Reservation,
-}
-
-impl ResidentParams {
-    /// Device bytes of `params`' bases.
-    pub fn bytes(params: &ProvingParameters) -> u64 {
-        let g1 = params.h.len() + params.l.len() + params.a.len() + params.b_g1.len();
-        (g1 * G1::AFFINE_BYTES + params.b_g2.len() * G2::AFFINE_BYTES) as u64
+impl GpuVector<'_> {
+    /// The values, where they are in host memory.
+    fn on_host(&self) -> Option<&[Scalar]> {
+        match self {
+            GpuVector::Host(values) => Some(values),
+            GpuVector::Owned(values) => Some(values),
+            GpuVector::Device(_) => None,
+        }
     }
 }
 
+/// A curve's bases for the GPU engine: in host memory, with the part the device keeps.
+pub struct GpuBases<'a, C: GpuCurve> {
+    host: &'a [C::Affine],
+    device: Option<&'a DeviceBases<C>>,
+}
+
+/// A base set on the device as its plan says: a resident prefix (possibly all, possibly
+/// none), and the points per chunk the rest streams in with each MSM.
+pub struct DeviceBases<C: GpuCurve> {
+    resident: Option<ResidentBases<C>>,
+    stream_points: usize,
+}
+
+/// A parameter set's bases on the device as its [`DevicePlan`] says, counted against the
+/// engine's VRAM budget until dropped.
+pub struct ResidentParams {
+    pub h: DeviceBases<G1>,
+    pub l: DeviceBases<G1>,
+    pub a: DeviceBases<G1>,
+    pub b_g1: DeviceBases<G1>,
+    pub b_g2: DeviceBases<G2>,
+    pub plan: DevicePlan,
+    pub footprint: Footprint,
+    _budget: Reservation,
+}
+
+/// Plans tried for one parameter set before its bases are all streamed: each retry after
+/// the driver refused an allocation plans within three quarters of the budget before.
+const PLAN_ATTEMPTS: usize = 4;
+
 impl GpuEngine {
+    /// The engine of `gpu` within `vram_budget` bytes; without one, the device memory's
+    /// default budget ([`DeviceMemory::default_budget`](crate::gpu::memory::DeviceMemory::default_budget)), or none but the device's own where
+    /// its backend does not tell.
     pub(super) fn new(gpu: GpuContext, msm: MsmConfig, vram_budget: Option<u64>) -> Result<Self> {
         let wide = gpu.preferred_wide_mul();
-        let pool = BufferPool::new(&gpu, vram_budget.unwrap_or(u64::MAX));
+        let memory = device_memory(&gpu.adapter);
+        let budget = match (vram_budget, memory) {
+            (Some(budget), Some(memory)) if budget > memory.heap_bytes => {
+                log::warn!(
+                    "a VRAM budget of {budget} bytes is more than {} has ({})",
+                    gpu.describe(),
+                    memory.describe()
+                );
+                budget
+            }
+            (Some(budget), _) => budget,
+            (None, Some(memory)) => {
+                log::info!("{}: {}", gpu.describe(), memory.describe());
+                memory.default_budget()
+            }
+            (None, None) => {
+                log::info!(
+                    "{}: device memory unknown, no VRAM budget but the device's",
+                    gpu.describe()
+                );
+                u64::MAX
+            }
+        };
+        let pool = BufferPool::new(&gpu, budget);
         Ok(GpuEngine {
             g1: MsmKernels::new(&gpu, wide, msm.clone())?.with_pool(pool.clone()),
             g2: MsmKernels::new(&gpu, wide, msm)?.with_pool(pool.clone()),
@@ -143,16 +188,9 @@ impl GpuEngine {
         Ok((layout.elements() * std::mem::size_of::<Scalar>()) as u64)
     }
 
-    /// Device bytes of one proof with `params`: what it takes from the pool (the H step's a,
-    /// b, c and the L, A, B scalar vectors), and what the kernels keep beside the pool's
-    /// buffers: the MSM workspaces (G1's, one per MSM size they alternate between; one G2)
-    /// and the NTT's power tables of the domain.
-    pub fn proof_bytes(&self, params: &ProvingParameters) -> Result<(u64, u64)> {
+    /// The device bytes of `params`' proofs on this device.
+    pub fn footprint(&self, params: &ProvingParameters) -> Result<Footprint> {
         let domain = params.h.len() + 1;
-        let per_proof = 3 * self.vector_bytes(domain)?
-            + self.vector_bytes(params.l.len())?
-            + self.vector_bytes(params.a.len())?
-            + self.vector_bytes(params.b_g1.len())?;
         let g1_len = [
             params.h.len(),
             params.l.len(),
@@ -162,59 +200,132 @@ impl GpuEngine {
         .into_iter()
         .max()
         .unwrap_or(0);
-        let workspaces = WORKSPACES_KEPT as u64 * self.g1.workspace_bytes(g1_len)?
+        let kept = WORKSPACES_KEPT as u64 * self.g1.workspace_bytes(g1_len)?
             + self.g2.workspace_bytes(params.b_g2.len())?
             + self
                 .ntt
                 .table_bytes(domain.next_power_of_two().trailing_zeros());
-        Ok((per_proof, workspaces))
+        let (g1, g2) = (G1::AFFINE_BYTES as u64, G2::AFFINE_BYTES as u64);
+        Ok(Footprint {
+            domain_vector: self.vector_bytes(domain)?,
+            scalar_vectors: self.vector_bytes(params.l.len())?
+                + self.vector_bytes(params.a.len())?
+                + self.vector_bytes(params.b_g1.len())?,
+            kept,
+            bases: [
+                (params.h.len(), g1),
+                (params.l.len(), g1),
+                (params.a.len(), g1),
+                (params.b_g1.len(), g1),
+                (params.b_g2.len(), g2),
+            ],
+            chunk_points: [
+                self.g1.plan(g1_len.max(1))?.chunk,
+                self.g2.plan(params.b_g2.len().max(1))?.chunk,
+            ],
+        })
     }
 
-    /// `params`' bases on the device, if they fit `resident_budget` (when given) and the VRAM
-    /// budget beside one proof's buffers; `None` otherwise (each MSM then uploads its bases).
-    /// A budget below one proof's buffers is [`Error::VramBudget`].
+    /// The plan for `params`' proofs within this engine's VRAM budget, at most `workers`
+    /// in flight.
+    pub fn plan(&self, params: &ProvingParameters, workers: usize) -> Result<DevicePlan> {
+        DevicePlan::new(&self.footprint(params)?, self.pool.budget(), workers)
+    }
+
+    /// `params`' bases on the device as planned (at most `workers` proofs in flight). Where
+    /// other parameter sets already hold part of the budget, or the driver refuses an
+    /// allocation below it (another process holds memory), a smaller plan is made and tried,
+    /// with a logged warning; a budget below one proof at its smallest is
+    /// [`Error::VramBudget`].
     pub fn keep_resident(
         &self,
         params: &ProvingParameters,
-        resident_budget: Option<u64>,
-    ) -> Result<Option<ResidentParams>> {
-        let pool = &self.pool;
-        let (per_proof, workspaces) = self.proof_bytes(params)?;
-        if per_proof + workspaces > pool.budget() {
-            return Err(Error::VramBudget {
-                what: "one proof's buffers (NTT vectors and power tables, scalars, MSM workspaces)"
-                    .into(),
-                needed: per_proof + workspaces,
-                budget: pool.budget(),
-            });
-        }
-        let bytes = ResidentParams::bytes(params);
-        let fits = resident_budget.is_none_or(|budget| bytes <= budget)
-            && bytes + per_proof + workspaces <= pool.budget();
-        let Some(aside) = fits.then(|| pool.set_aside(bytes)).flatten() else {
-            log::info!("bases ({bytes} bytes) over the VRAM budget: uploaded per MSM");
-            return Ok(None);
-        };
-        let upload = || -> Result<ResidentParams> {
-            Ok(ResidentParams {
-                h: self.g1.upload_bases(&params.h)?,
-                l: self.g1.upload_bases(&params.l)?,
-                a: self.g1.upload_bases(&params.a)?,
-                b_g1: self.g1.upload_bases(&params.b_g1)?,
-                b_g2: self.g2.upload_bases(&params.b_g2)?,
-                _budget: aside,
-            })
-        };
-        match upload() {
-            Ok(resident) => Ok(Some(resident)),
-            Err(Error::OutOfMemory { message, .. }) => {
-                log::warn!(
-                    "bases ({bytes} bytes) do not fit on the device ({message}): uploaded per MSM"
+        workers: usize,
+    ) -> Result<ResidentParams> {
+        let footprint = self.footprint(params)?;
+        let mut budget = self.pool.budget();
+        for attempt in 1..=PLAN_ATTEMPTS {
+            // The last attempt keeps no base resident.
+            let keep_bases = attempt < PLAN_ATTEMPTS;
+            let plan = DevicePlan::with_bases(&footprint, budget, workers, keep_bases)?;
+            let Some(aside) = self.pool.set_aside(plan.resident_bytes) else {
+                let room = self.pool.room();
+                log::info!(
+                    "{} MiB of bases planned, {} MiB of the VRAM budget left beside other \
+                     parameter sets: planned again",
+                    plan.resident_bytes >> 20,
+                    room >> 20
                 );
-                Ok(None)
+                budget = budget.saturating_sub(plan.resident_bytes.saturating_sub(room));
+                continue;
+            };
+            match self.upload_planned(params, &plan) {
+                Ok(bases) => {
+                    log::info!("{}: {}", self.gpu.describe(), plan.describe(&footprint));
+                    let [h, l, a, b_g1] = bases.0;
+                    return Ok(ResidentParams {
+                        h,
+                        l,
+                        a,
+                        b_g1,
+                        b_g2: bases.1,
+                        plan,
+                        footprint,
+                        _budget: aside,
+                    });
+                }
+                Err(Error::OutOfMemory { what, message, .. }) => {
+                    budget = budget / 4 * 3;
+                    log::warn!(
+                        "{} refused {what} ({message}) within the VRAM budget: planning \
+                         within {} MiB",
+                        self.gpu.describe(),
+                        budget >> 20
+                    );
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => Err(e),
         }
+        Err(Error::OutOfMemory {
+            what: "a parameter set's bases".into(),
+            bytes: footprint.bases.iter().map(|&(n, b)| n as u64 * b).sum(),
+            message: format!("refused in {PLAN_ATTEMPTS} plans"),
+        })
+    }
+
+    /// Uploads the resident prefix of every base set of `plan`.
+    #[allow(clippy::type_complexity)]
+    fn upload_planned(
+        &self,
+        params: &ProvingParameters,
+        plan: &DevicePlan,
+    ) -> Result<([DeviceBases<G1>; 4], DeviceBases<G2>)> {
+        fn place<C: GpuCurve>(
+            kernels: &MsmKernels<C>,
+            bases: &[C::Affine],
+            resident: usize,
+            stream_points: usize,
+        ) -> Result<DeviceBases<C>> {
+            let resident = match resident {
+                0 => None,
+                n => Some(kernels.upload_bases(&bases[..n])?),
+            };
+            Ok(DeviceBases {
+                resident,
+                stream_points,
+            })
+        }
+        let [h, l, a, b_g1, b_g2] = plan.resident_points;
+        let [g1, g2] = plan.stream_points;
+        Ok((
+            [
+                place(&self.g1, &params.h, h, g1)?,
+                place(&self.g1, &params.l, l, g1)?,
+                place(&self.g1, &params.a, a, g1)?,
+                place(&self.g1, &params.b_g1, b_g1, g1)?,
+            ],
+            place(&self.g2, &params.b_g2, b_g2, g2)?,
+        ))
     }
 
     /// `values` zero-padded to the next power of two in a pooled device vector.
@@ -321,7 +432,7 @@ impl Engine for GpuEngine {
     }
 
     fn ntt(&self, vector: &mut GpuVector<'_>, op: NttOp) -> Result<()> {
-        if let GpuVector::Host(values) = *vector {
+        if let Some(values) = vector.on_host() {
             let log_n = crate::ntt::log2_of(values.len())?;
             *vector = GpuVector::Device(Box::new(self.ntt.upload(values, log_n)?));
         }
@@ -333,8 +444,8 @@ impl Engine for GpuEngine {
 
     fn read(&self, vector: &GpuVector<'_>, len: usize) -> Result<Vec<Scalar>> {
         let mut values = match vector {
-            GpuVector::Host(values) => values.to_vec(),
             GpuVector::Device(device) => device.download(&self.gpu)?,
+            host => host.on_host().unwrap_or_default().to_vec(),
         };
         if len > values.len() {
             return Err(Error::InvalidInput(format!(
@@ -376,6 +487,10 @@ impl Engine for GpuEngine {
             return Ok(out.map(|v| GpuVector::Device(Box::new(v))));
         }
         let (a, b) = select_ab(assignment);
+        // Scalars kept on the host (the aux values were not uploaded) stay there.
+        if aux.on_host().is_some() {
+            return Ok([GpuVector::Owned(a), GpuVector::Owned(b)]);
+        }
         Ok([
             GpuVector::Device(Box::new(self.upload_padded(&a)?)),
             GpuVector::Device(Box::new(self.upload_padded(&b)?)),
@@ -385,9 +500,9 @@ impl Engine for GpuEngine {
     fn bases<'a, C: GpuCurve>(
         &'a self,
         host: &'a [C::Affine],
-        resident: Option<&'a ResidentBases<C>>,
+        device: Option<&'a DeviceBases<C>>,
     ) -> GpuBases<'a, C> {
-        GpuBases { host, resident }
+        GpuBases { host, device }
     }
 
     fn msm<C: GpuCurve>(
@@ -398,23 +513,26 @@ impl Engine for GpuEngine {
     ) -> Result<C::Projective> {
         let kernels = self.msm_kernels::<C>();
         let scalars = match scalars {
-            GpuVector::Host(values) => Scalars::Host(values.get(..len).ok_or_else(|| {
-                Error::InvalidInput(format!("an MSM of {len} scalars over {}", values.len()))
-            })?),
             GpuVector::Device(vector) => Scalars::Device(vector, len),
-        };
-        match bases.resident {
-            Some(resident) => kernels.msm_from(resident, scalars),
-            None => {
-                let host = bases.host.get(..scalars.len()).ok_or_else(|| {
-                    Error::InvalidInput(format!(
-                        "{} bases for {} scalars",
-                        bases.host.len(),
-                        scalars.len()
-                    ))
-                })?;
-                kernels.msm_from(&kernels.upload_bases(host)?, scalars)
+            host => {
+                let values = host.on_host().unwrap_or_default();
+                Scalars::Host(values.get(..len).ok_or_else(|| {
+                    Error::InvalidInput(format!("an MSM of {len} scalars over {}", values.len()))
+                })?)
             }
-        }
+        };
+        let host = bases.host.get(..scalars.len()).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "{} bases for {} scalars",
+                bases.host.len(),
+                scalars.len()
+            ))
+        })?;
+        // Without a plan (one-off work), bases stream in the MSM's own chunks.
+        let (resident, stream_points) = match bases.device {
+            Some(device) => (device.resident.as_ref(), device.stream_points),
+            None => (None, usize::MAX),
+        };
+        kernels.msm_streaming(&MsmBases { resident, host }, scalars, stream_points)
     }
 }

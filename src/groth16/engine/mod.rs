@@ -10,9 +10,11 @@
 
 mod cpu;
 mod gpu;
+mod plan;
 
 pub use cpu::CpuEngine;
-pub use gpu::{GpuBases, GpuEngine, GpuVector, ResidentParams};
+pub use gpu::{DeviceBases, GpuBases, GpuEngine, GpuVector, ResidentParams};
+pub use plan::{DevicePlan, Footprint, BASE_SETS};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, OnceLock};
@@ -24,7 +26,7 @@ use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::context::select_adapters;
 use crate::gpu::waits::{self, Stage, StageMark};
 use crate::gpu::{AdapterSelector, GpuContext};
-use crate::msm::{MsmConfig, ResidentBases};
+use crate::msm::MsmConfig;
 use crate::ntt::NttOp;
 use crate::recorded::RecordedSystem;
 use crate::sparse::ResidentMatrices;
@@ -108,11 +110,12 @@ pub trait Engine: Sync {
         aux: &Self::Vector<'a>,
     ) -> Result<[Self::Vector<'a>; 2]>;
 
-    /// A curve's bases: `resident` if the device keeps them, else `host`.
+    /// A curve's bases: `host`, with the part a device keeps as its plan says (`None`:
+    /// one-off work, without a plan).
     fn bases<'a, C: GpuCurve>(
         &'a self,
         host: &'a [C::Affine],
-        resident: Option<&'a ResidentBases<C>>,
+        device: Option<&'a DeviceBases<C>>,
     ) -> Self::Bases<'a, C>;
 
     /// Σ scalars\[i\] · bases\[i\] over the first `len` scalars.
@@ -183,7 +186,8 @@ pub struct ProverConfig {
     /// buffers it pools (each proof's NTT vectors and scalars) and the MSM workspaces. Bases
     /// stay resident only if they fit beside one proof's buffers; a budget below one proof's
     /// buffers is an error; fewer workers run at once if the budget holds fewer proofs.
-    /// `None`: no limit but the device's.
+    /// `None`: the device memory's default budget (`gpu::memory`), or no limit but the
+    /// device's where its backend does not tell.
     pub vram_budget: Option<u64>,
 }
 
@@ -208,7 +212,7 @@ impl ProverEngine {
         }
     }
 
-    /// The kernels of `gpu`, compiled now, with no VRAM budget but the device's.
+    /// The kernels of `gpu`, compiled now, within the device memory's default VRAM budget.
     pub fn on_device(gpu: GpuContext, msm: MsmConfig) -> Result<Self> {
         Self::on_device_within(gpu, msm, None)
     }
@@ -350,7 +354,10 @@ impl ProverEngine {
     /// Runs `work` on the GPU while it is usable, else on the CPU; a GPU failure (any error
     /// but bad input or an internal one, which the CPU would meet as well) is logged, marks
     /// the engine failed, and the work is redone on the CPU, or returned without the CPU
-    /// fallback ([`set_cpu_fallback`](Self::set_cpu_fallback)).
+    /// fallback ([`set_cpu_fallback`](Self::set_cpu_fallback)). An allocation the driver
+    /// refused within the budget (another process holds memory) is not yet a failure: the
+    /// pool's free buffers are released, the budget lowered to what the pool holds, and the
+    /// work tried again on the GPU.
     pub fn run<W: Work>(&self, work: &mut W) -> Result<W::Output> {
         let fallback = self.cpu_fallback.load(Ordering::Relaxed);
         let Some(gpu) = self.usable_gpu() else {
@@ -362,7 +369,19 @@ impl ProverEngine {
             }
             return work.run(&CpuEngine);
         };
-        match work.run(gpu) {
+        let mut result = work.run(gpu);
+        if let Err(Error::OutOfMemory { what, message, .. }) = &result {
+            let lowered = gpu.pool().release_free();
+            log::warn!(
+                "{} refused {what} in {} ({message}): VRAM budget lowered to {} MiB, trying \
+                 again on the GPU",
+                gpu.describe(),
+                work.what(),
+                lowered >> 20
+            );
+            result = work.run(gpu);
+        }
+        match result {
             Err(e) if e.is_gpu_failure() => {
                 self.failed.store(true, Ordering::Relaxed);
                 if !fallback {

@@ -109,6 +109,13 @@ impl From<&Parameters<Bls12>> for ProvingParameters {
 }
 
 impl ProvingParameters {
+    /// Bytes of the bases as the device holds them (affine points).
+    pub fn bases_bytes(&self) -> u64 {
+        use crate::curve::{GpuCurve, G1, G2};
+        let g1 = self.h.len() + self.l.len() + self.a.len() + self.b_g1.len();
+        (g1 * G1::AFFINE_BYTES + self.b_g2.len() * G2::AFFINE_BYTES) as u64
+    }
+
     /// Reads a `.params` file through a memory map. Every count is checked against the file
     /// length before a point is decoded; points are then decoded on all rayon threads.
     pub fn read_mmap(path: &Path, check: PointCheck) -> Result<Self> {
