@@ -339,7 +339,7 @@ fn batch_timeline_records_each_circuit_synthesized_before_it_is_proved() {
 /// ~5 MiB at its smallest (MSM workspaces 4.9 MiB, a, b, c 96 KiB, two stream buffers per
 /// curve), so its bases are partly resident and partly streamed; at 2^12 it needs more than
 /// the budget (`GpuEngine::footprint` gives each part).
-const BUDGET: u64 = 5568 << 10;
+const BUDGET: u64 = 5760 << 10;
 
 /// A GPU engine whose pooled buffers, MSM workspaces and resident bases must fit [`BUDGET`]
 /// (its own device: the pool accounting of the shared engine is shared with the other
@@ -370,7 +370,7 @@ fn a_vram_budget_below_one_proof_is_refused() {
     let params = params_for(FilecoinLike::blank(12).unwrap(), 13);
     let gpu = engine.gpu_engine().expect("a GPU engine");
     let footprint = gpu.footprint(&params.clone().into()).unwrap();
-    let smallest = footprint.kept + 3 * footprint.domain_vector;
+    let smallest = footprint.chunks.last().unwrap().kept + 3 * footprint.domain_vector;
     assert!(smallest > BUDGET, "the test needs a proof over the budget");
     let err = Prover::with_engine(&params, engine.clone())
         .err()
@@ -394,7 +394,7 @@ fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
     let footprint = gpu.footprint(&params.clone().into()).unwrap();
     let plan = prover.plan().expect("a plan on the GPU").clone();
     assert!(!plan.all_resident(&footprint), "{plan:?}");
-    assert!(plan.stream_points[0] > 0, "{plan:?}");
+    assert!(plan.streams[0], "{plan:?}");
     assert_eq!(prover.workers(), plan.proofs_in_flight.min(8));
     let circuit = FilecoinLike::new(10, 3).unwrap();
     let (r, s) = (Scalar::random(rng(80)), Scalar::random(rng(81)));
@@ -418,7 +418,7 @@ fn scalars_streamed_from_the_host_give_bellpersons_proof_within_the_budget() {
     let params = params_for(FilecoinLike::blank(10).unwrap(), 17);
     let gpu = engine.gpu_engine().expect("a GPU engine");
     let footprint = gpu.footprint(&params.clone().into()).unwrap();
-    let smallest = footprint.kept + 3 * footprint.domain_vector;
+    let smallest = footprint.chunks.last().unwrap().kept + 3 * footprint.domain_vector;
     let budget = (smallest..smallest + footprint.scalar_vectors + (1 << 20))
         .step_by(1 << 10)
         .find(|&budget| {

@@ -443,7 +443,7 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
     let footprint = unlimited.gpu_engine().unwrap().footprint(&ours).unwrap();
     // Every base, one proof with its scalar vectors, the workspaces and tables.
     let fits = ours.bases_bytes()
-        + footprint.kept
+        + footprint.chunks[0].kept
         + 3 * footprint.domain_vector
         + footprint.scalar_vectors;
     for (budget, resident) in [

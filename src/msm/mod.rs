@@ -251,7 +251,17 @@ impl<C: GpuCurve> MsmKernels<C> {
 
     /// The plan an MSM of `n` points would follow.
     pub fn plan(&self, n: usize) -> Result<MsmPlan> {
+        self.plan_within(n, usize::MAX)
+    }
+
+    /// [`plan`](Self::plan) with chunks of at most `chunk_points` (a smaller workspace).
+    pub fn plan_within(&self, n: usize, chunk_points: usize) -> Result<MsmPlan> {
         let mut config = self.config.clone();
+        config.max_chunk_points = Some(
+            config
+                .max_chunk_points
+                .map_or(chunk_points, |cap| cap.min(chunk_points)),
+        );
         config.segment = Some(config.segment.unwrap_or(C::SEGMENT));
         if config.reduction_threads.is_none() && self.gpu.info.device_type == wgpu::DeviceType::Cpu
         {
@@ -263,7 +273,14 @@ impl<C: GpuCurve> MsmKernels<C> {
     /// Device bytes of the workspace an MSM of `n` points allocates (and keeps: see
     /// [`WORKSPACES_KEPT`]).
     pub fn workspace_bytes(&self, n: usize) -> Result<u64> {
-        Ok(self.plan(n.max(1))?.workspace_bytes(C::XYZZ_BYTES as u64))
+        self.workspace_bytes_within(n, usize::MAX)
+    }
+
+    /// [`workspace_bytes`](Self::workspace_bytes) with chunks of at most `chunk_points`.
+    pub fn workspace_bytes_within(&self, n: usize, chunk_points: usize) -> Result<u64> {
+        Ok(self
+            .plan_within(n.max(1), chunk_points)?
+            .workspace_bytes(C::XYZZ_BYTES as u64))
     }
 
     /// Uploads `bases` once; they stay on the device for any number of MSMs.
@@ -332,25 +349,25 @@ impl<C: GpuCurve> MsmKernels<C> {
             resident: Some(bases),
             host: &[],
         };
-        self.msm_streaming(&bases, scalars, 0)
+        self.msm_streaming(&bases, scalars, usize::MAX)
     }
 
-    /// Σ `scalars[i] · bases[i]` with the bases past the resident prefix streamed from host
-    /// memory in chunks of at most `stream_points` (a multiple of [`plan::CHUNK_ALIGN`])
+    /// Σ `scalars[i] · bases[i]` in chunks of at most `chunk_points` (a smaller workspace),
+    /// the bases past the resident prefix streamed from host memory a chunk at a time
     /// through two buffers of the pool, alternating.
     pub fn msm_streaming(
         &self,
         bases: &MsmBases<'_, C>,
         scalars: Scalars<'_>,
-        stream_points: usize,
+        chunk_points: usize,
     ) -> Result<C::Projective> {
         check_lengths(bases.resident_len().max(bases.host.len()), scalars.len())?;
         if scalars.is_empty() {
             return Ok(C::Projective::identity());
         }
-        let plan = self.plan(scalars.len())?;
+        let plan = self.plan_within(scalars.len(), chunk_points)?;
         let streamed = scalars.len().saturating_sub(bases.resident_len());
-        let stream_points = plan.chunk.min(stream_points.max(1)).min(streamed);
+        let stream_points = plan.chunk.min(streamed);
         let stream = match streamed {
             0 => Vec::new(),
             _ => self.stream_buffers(stream_points)?,

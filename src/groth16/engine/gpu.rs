@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use blstrs::Scalar;
 
 use super::cpu::select_ab;
-use super::plan::{DevicePlan, Footprint};
+use super::plan::{ChunkOption, DevicePlan, Footprint};
 use super::{Engine, StageGuard};
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::memory::device_memory;
@@ -64,10 +64,10 @@ pub struct GpuBases<'a, C: GpuCurve> {
 }
 
 /// A base set on the device as its plan says: a resident prefix (possibly all, possibly
-/// none), and the points per chunk the rest streams in with each MSM.
+/// none), and the points of each MSM chunk (the rest streams a chunk at a time).
 pub struct DeviceBases<C: GpuCurve> {
     resident: Option<ResidentBases<C>>,
-    stream_points: usize,
+    chunk_points: usize,
 }
 
 /// A parameter set's bases on the device as its [`DevicePlan`] says, counted against the
@@ -82,6 +82,9 @@ pub struct ResidentParams {
     pub footprint: Footprint,
     _budget: Reservation,
 }
+
+/// The smallest MSM chunk a plan chooses: smaller ones add passes for little room.
+const SMALLEST_CHUNK: usize = 1 << 14;
 
 /// Plans tried for one parameter set before its bases are all streamed: each retry after
 /// the driver refused an allocation plans within three quarters of the budget before.
@@ -200,18 +203,35 @@ impl GpuEngine {
         .into_iter()
         .max()
         .unwrap_or(0);
-        let kept = WORKSPACES_KEPT as u64 * self.g1.workspace_bytes(g1_len)?
-            + self.g2.workspace_bytes(params.b_g2.len())?
-            + self
-                .ntt
-                .table_bytes(domain.next_power_of_two().trailing_zeros());
+        let g2_len = params.b_g2.len();
+        let tables = self
+            .ntt
+            .table_bytes(domain.next_power_of_two().trailing_zeros());
+        // The device's own chunks, then halves of them down to SMALLEST_CHUNK.
+        let mut chunks = Vec::new();
+        let mut cap = usize::MAX;
+        loop {
+            let points = [
+                self.g1.plan_within(g1_len.max(1), cap)?.chunk,
+                self.g2.plan_within(g2_len.max(1), cap)?.chunk,
+            ];
+            chunks.push(ChunkOption {
+                points,
+                kept: WORKSPACES_KEPT as u64 * self.g1.workspace_bytes_within(g1_len, cap)?
+                    + self.g2.workspace_bytes_within(g2_len, cap)?
+                    + tables,
+            });
+            cap = points[0] / 2;
+            if cap < SMALLEST_CHUNK {
+                break;
+            }
+        }
         let (g1, g2) = (G1::AFFINE_BYTES as u64, G2::AFFINE_BYTES as u64);
         Ok(Footprint {
             domain_vector: self.vector_bytes(domain)?,
             scalar_vectors: self.vector_bytes(params.l.len())?
                 + self.vector_bytes(params.a.len())?
                 + self.vector_bytes(params.b_g1.len())?,
-            kept,
             bases: [
                 (params.h.len(), g1),
                 (params.l.len(), g1),
@@ -219,10 +239,7 @@ impl GpuEngine {
                 (params.b_g1.len(), g1),
                 (params.b_g2.len(), g2),
             ],
-            chunk_points: [
-                self.g1.plan(g1_len.max(1))?.chunk,
-                self.g2.plan(params.b_g2.len().max(1))?.chunk,
-            ],
+            chunks,
         })
     }
 
@@ -304,7 +321,7 @@ impl GpuEngine {
             kernels: &MsmKernels<C>,
             bases: &[C::Affine],
             resident: usize,
-            stream_points: usize,
+            chunk_points: usize,
         ) -> Result<DeviceBases<C>> {
             let resident = match resident {
                 0 => None,
@@ -312,11 +329,11 @@ impl GpuEngine {
             };
             Ok(DeviceBases {
                 resident,
-                stream_points,
+                chunk_points,
             })
         }
         let [h, l, a, b_g1, b_g2] = plan.resident_points;
-        let [g1, g2] = plan.stream_points;
+        let [g1, g2] = plan.chunk_points;
         Ok((
             [
                 place(&self.g1, &params.h, h, g1)?,
@@ -529,10 +546,10 @@ impl Engine for GpuEngine {
             ))
         })?;
         // Without a plan (one-off work), bases stream in the MSM's own chunks.
-        let (resident, stream_points) = match bases.device {
-            Some(device) => (device.resident.as_ref(), device.stream_points),
+        let (resident, chunk_points) = match bases.device {
+            Some(device) => (device.resident.as_ref(), device.chunk_points),
             None => (None, usize::MAX),
         };
-        kernels.msm_streaming(&MsmBases { resident, host }, scalars, stream_points)
+        kernels.msm_streaming(&MsmBases { resident, host }, scalars, chunk_points)
     }
 }

@@ -14,7 +14,7 @@ mod plan;
 
 pub use cpu::CpuEngine;
 pub use gpu::{DeviceBases, GpuBases, GpuEngine, GpuVector, ResidentParams};
-pub use plan::{DevicePlan, Footprint, BASE_SETS};
+pub use plan::{ChunkOption, DevicePlan, Footprint, BASE_SETS};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, OnceLock};

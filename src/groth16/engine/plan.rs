@@ -3,8 +3,9 @@
 //! by the prover. Pure arithmetic over the sizes the kernels report, tested without a GPU.
 //!
 //! The budget goes, in this order, to what every proof needs (the MSM workspaces, the NTT's
-//! power tables, and two buffers per curve to stream bases through when some do not fit),
-//! to one proof's buffers (a, b, c for the H step, and the L, A, B scalar vectors where
+//! power tables, and two buffers per curve to stream bases through when some do not fit:
+//! the MSM chunk sets their size: the largest where everything fits, else the largest whose
+//! workspaces take at most a quarter of the budget), to one proof's buffers (a, b, c for the H step, and the L, A, B scalar vectors where
 //! they fit, else those scalars are streamed from host memory with each MSM chunk), to the
 //! bases (h first: its MSM is the full-width one, then l, a, b_g1, b_g2, each as long a
 //! prefix as fits, the rest streamed), and last to more proofs in flight. Constraint
@@ -17,26 +18,44 @@ use crate::{Error, Result};
 
 /// The device bytes a parameter set's proofs are made of, as the kernels of one device
 /// report them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Footprint {
     /// One vector of the H step's domain (a, b and c each take one).
     pub domain_vector: u64,
     /// The L, A and B scalar vectors of one proof.
     pub scalar_vectors: u64,
-    /// The MSM workspaces and the NTT's power tables, kept while the engine lives.
-    pub kept: u64,
     /// The bases of each set in [`BASE_SETS`] order: (points, bytes of one point).
     pub bases: [(usize, u64); 5],
-    /// Most points of one MSM chunk of G1 and of G2 (the plans' chunks).
-    pub chunk_points: [usize; 2],
+    /// The MSM chunk sizes to choose from, largest first.
+    pub chunks: Vec<ChunkOption>,
 }
+
+impl Footprint {
+    /// Bytes of every base.
+    pub fn bases_bytes(&self) -> u64 {
+        self.bases
+            .iter()
+            .map(|&(points, bytes)| points as u64 * bytes)
+            .sum()
+    }
+}
+
+/// One MSM chunk size and what it keeps on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkOption {
+    /// Points of one MSM chunk of G1 and of G2.
+    pub points: [usize; 2],
+    /// The MSM workspaces at that size and the NTT's power tables, kept while the engine
+    /// lives.
+    pub kept: u64,
+}
+
+/// The MSM workspaces and stream buffers take at most this share of the budget (a quarter)
+/// where a smaller chunk allows: the rest is for proofs and bases.
+const WORKSPACE_SHARE: u64 = 4;
 
 /// The base sets in the order they are kept resident.
 pub const BASE_SETS: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
-
-/// Two stream buffers of a curve take at most this share of the budget (1/32): smaller
-/// chunks cost their MSM more passes, larger ones take room from bases.
-const STREAM_SHARE: u64 = 32;
 
 /// The plan: what is resident, what streams, how many proofs are in flight.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,8 +63,10 @@ pub struct DevicePlan {
     pub budget: u64,
     /// Resident points of each base set ([`BASE_SETS`] order): a prefix, the rest streamed.
     pub resident_points: [usize; 5],
-    /// Points per streamed chunk of G1 and of G2 (0: nothing of that curve streams).
-    pub stream_points: [usize; 2],
+    /// Points per MSM chunk of G1 and of G2, streamed or not.
+    pub chunk_points: [usize; 2],
+    /// Whether G1's and G2's MSMs stream bases (two buffers of a chunk each).
+    pub streams: [bool; 2],
     /// The L, A and B scalars in device vectors; otherwise streamed from host memory.
     pub scalars_on_device: bool,
     /// Proofs in flight at once.
@@ -72,23 +93,35 @@ impl DevicePlan {
         workers: usize,
         keep_bases: bool,
     ) -> Result<Self> {
-        let stream = |curve: usize| {
-            let point = footprint.bases[if curve == 0 { 0 } else { 4 }].1.max(1);
-            let most = footprint.chunk_points[curve].max(1) as u64;
-            let fitting = budget / STREAM_SHARE / 2 / point;
-            // A power of two, aligned: chunks then cut every set alike.
-            let points = most.min(fitting.max(CHUNK_ALIGN));
-            let points = if points >= CHUNK_ALIGN {
-                1u64 << points.ilog2()
-            } else {
-                points
-            };
-            (points as usize, 2 * points * point)
-        };
-        let [(g1_points, g1_bytes), (g2_points, g2_bytes)] = [stream(0), stream(1)];
+        let smallest = footprint
+            .chunks
+            .last()
+            .ok_or_else(|| Error::Internal("no MSM chunk size to plan with".into()))?;
+        // The largest chunks where everything fits; else the largest whose workspaces take
+        // a quarter of the budget at most.
         let abc = 3 * footprint.domain_vector;
+        let everything = abc + footprint.scalar_vectors + footprint.bases_bytes();
+        let stream_bytes = |chunk: &ChunkOption| {
+            let point = |set: usize| footprint.bases[set].1;
+            [
+                2 * chunk.points[0] as u64 * point(0),
+                2 * chunk.points[1] as u64 * point(4),
+            ]
+        };
+        let chunk = footprint
+            .chunks
+            .iter()
+            .find(|option| option.kept + everything <= budget)
+            .or_else(|| {
+                footprint.chunks.iter().find(|option| {
+                    option.kept + stream_bytes(option).iter().sum::<u64>()
+                        <= budget / WORKSPACE_SHARE
+                })
+            })
+            .unwrap_or(smallest);
+        let [g1_bytes, g2_bytes] = stream_bytes(chunk);
         let with_scalars = abc + footprint.scalar_vectors;
-        let kept_streaming = footprint.kept + g1_bytes + g2_bytes;
+        let kept_streaming = chunk.kept + g1_bytes + g2_bytes;
         let (scalars_on_device, proof_bytes) = if kept_streaming + with_scalars <= budget {
             (true, with_scalars)
         } else if kept_streaming + abc <= budget {
@@ -120,17 +153,13 @@ impl DevicePlan {
             sets.iter()
                 .any(|&set| resident_points[set] < footprint.bases[set].0)
         };
-        let mut stream_points = [g1_points, g2_points];
+        let streams = [streams(&[0, 1, 2, 3]), streams(&[4])];
         let mut kept_bytes = kept_streaming;
-        if !streams(&[0, 1, 2, 3]) {
-            stream_points[0] = 0;
-            kept_bytes -= g1_bytes;
-            left += g1_bytes;
-        }
-        if !streams(&[4]) {
-            stream_points[1] = 0;
-            kept_bytes -= g2_bytes;
-            left += g2_bytes;
+        for (streamed, bytes) in streams.into_iter().zip([g1_bytes, g2_bytes]) {
+            if !streamed {
+                kept_bytes -= bytes;
+                left += bytes;
+            }
         }
         let more = (left / proof_bytes.max(1)) as usize;
         let resident_bytes = resident_points
@@ -141,7 +170,8 @@ impl DevicePlan {
         Ok(DevicePlan {
             budget,
             resident_points,
-            stream_points,
+            chunk_points: chunk.points,
+            streams,
             scalars_on_device,
             proofs_in_flight: workers.max(1).min(1 + more),
             kept_bytes,
@@ -169,7 +199,7 @@ impl DevicePlan {
 
     /// Whether every base is resident.
     pub fn all_resident(&self, footprint: &Footprint) -> bool {
-        self.stream_points == [0, 0]
+        self.streams == [false, false]
             && self
                 .resident_points
                 .iter()
@@ -194,11 +224,9 @@ impl DevicePlan {
                 })
                 .collect();
             format!(
-                "bases {} ({} MiB resident; chunks of {} G1, {} G2 points)",
+                "bases {} ({} MiB resident)",
                 sets.join(", "),
                 mib(self.resident_bytes),
-                self.stream_points[0],
-                self.stream_points[1]
             )
         };
         let scalars = match self.scalars_on_device {
@@ -206,7 +234,9 @@ impl DevicePlan {
             false => "scalars streamed from the host",
         };
         format!(
-            "{bases}, {scalars}, {} proof(s) in flight, {}",
+            "{bases}, {scalars}, MSM chunks of {} G1 and {} G2 points, {} proof(s) in flight, {}",
+            self.chunk_points[0],
+            self.chunk_points[1],
             self.proofs_in_flight,
             self.describe_budget()
         )
@@ -223,12 +253,19 @@ mod tests {
     /// bases per set, 24 GiB of G2 bases.
     fn shape_2_27() -> Footprint {
         let n = 1usize << 27;
+        // Workspaces of ~140 bytes a chunk point, tables 0.5 GiB.
+        let chunks = (16..=24)
+            .rev()
+            .map(|bits| ChunkOption {
+                points: [1 << bits, 1 << (bits - 1)],
+                kept: (420 << bits) + GIB / 2,
+            })
+            .collect();
         Footprint {
             domain_vector: 4 * GIB,
             scalar_vectors: 12 * GIB,
-            kept: 2 * GIB,
             bases: [(n, 96), (n, 96), (n, 96), (n / 2, 96), (n / 2, 192)],
-            chunk_points: [1 << 25, 1 << 24],
+            chunks,
         }
     }
 
@@ -239,7 +276,7 @@ mod tests {
         assert!(plan.all_resident(&f));
         assert!(plan.scalars_on_device);
         assert_eq!(plan.proofs_in_flight, 2);
-        assert_eq!(plan.kept_bytes, f.kept);
+        assert_eq!(plan.kept_bytes, f.chunks[0].kept, "the largest chunks");
         assert!(plan.room() < 130 * GIB);
     }
 
@@ -267,14 +304,18 @@ mod tests {
         let plan = DevicePlan::new(&f, 16 * GIB, 2).unwrap();
         assert!(!plan.scalars_on_device);
         assert_eq!(plan.proofs_in_flight, 1);
-        assert!(plan.stream_points[0] > 0 && plan.stream_points[1] > 0);
+        assert_eq!(plan.streams, [true, true]);
+        assert!(
+            plan.chunk_points[0] < f.chunks[0].points[0],
+            "smaller chunks"
+        );
     }
 
     #[test]
     fn a_budget_below_one_proof_at_its_smallest_is_an_error() {
         let err = DevicePlan::new(&shape_2_27(), 8 * GIB, 2).unwrap_err();
         assert!(
-            matches!(err, Error::VramBudget { needed, .. } if needed > 14 * GIB),
+            matches!(err, Error::VramBudget { needed, .. } if needed > 12 * GIB),
             "{err}"
         );
     }
