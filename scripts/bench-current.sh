@@ -11,9 +11,10 @@
 #               2^22 and 2^24 (~6 min on an H200 with 16 cores)
 #   partitions  ten 2^27 partitions of FilecoinLike, recorded synthesis, peak VRAM (~5 min)
 #   c2          the real 2 KiB PoRep C2 and the daemon's throughput (~7 min)
-#   budgets     ten 2^27 partitions within VRAM budgets of 32, 24, 16, 12 and 8 GiB beside
-#               the device's default, and small proofs checked against bellperson within
-#               budgets that stream bases and scalars (~8 min)
+#   budgets     small proofs (2^18) checked against bellperson within budgets that stream
+#               bases and scalars, then ten 2^27 partitions within the device's default
+#               budget and 32, 24, 16, 12 and 8 GiB, one process (~10 min); each batch's
+#               peak VRAM from nvidia-smi samples inside its window
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 out=$2
@@ -57,20 +58,31 @@ partitions() {
 }
 
 budgets() {
-    local vram mib
-    for mib in default 32768 24576 16384 12288 8192; do
-        echo "== VRAM budget: $mib MiB"
-        vram=$(sample_vram "$work/vram-$mib.txt")
-        RUST_LOG=wgpu_groth16=info wg bench prove --log-n 27 --batch 10 --synthesis recorded \
-            --no-check --trace "$work/budget-$mib.trace.json" \
-            $([ "$mib" = default ] || echo --vram-budget-mib "$mib") || echo "budget $mib: failed"
-        [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-$mib.txt") MiB"
-    done
-    for mib in 512 192 96; do
-        echo "== VRAM budget: $mib MiB, checked against bellperson"
-        RUST_LOG=wgpu_groth16=info wg bench prove --log-n 18 --batch 1 --synthesis full,recorded \
-            --vram-budget-mib "$mib" || echo "budget $mib: failed"
-    done
+    local samples=$work/vram-budgets.csv vram=""
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -l 1 \
+            >"$samples" &
+        vram=$!
+    fi
+    wg bench prove --log-n 18 --batch 1 --synthesis full,recorded \
+        --vram-budget-mib "${SMALL:-0,1024,512,256,128}"
+    # BUDGETS_TIMEOUT bounds the big run where a device call is short; what it finished counts.
+    RUST_LOG=wgpu_groth16=info timeout "${BUDGETS_TIMEOUT:-7200}" wg bench prove --log-n 27 \
+        --batch 10 --synthesis recorded --no-check \
+        --vram-budget-mib "${BUDGETS:-0,32768,24576,16384,12288,8192}" \
+        --trace "$work/budgets.trace.json" | tee "$work/budgets.out" || true
+    [ -n "$vram" ] && kill "$vram"
+    # Each batch's peak: the samples inside the window its plan line names.
+    while IFS=, read -r stamp used; do
+        echo "$(date -d "$stamp" +%s) $used"
+    done <"$samples" >"$samples.unix"
+    grep -o 'budget [0-9]* MiB; batch from [0-9]* to [0-9]*' "$work/budgets.out" |
+        while read -r _ budget _ _ _ from _ to; do
+            awk -v from="$from" -v to="$to" -v budget="$budget" \
+                '$1 >= from && $1 <= to && $2 > peak { peak = $2 }
+                 END { print "budget " budget " MiB: peak VRAM " peak " MiB (nvidia-smi)" }' \
+                "$samples.unix"
+        done
 }
 
 c2() {

@@ -193,9 +193,29 @@ fn parts_path_equals_bellperson(wide: WideMul) {
     let (a, b) = (random::<Scalar>(5, len), random::<Scalar>(6, len));
     let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y + Scalar::ONE).collect();
     let gpu = kernels.h_coefficients(&a, &b, &c).unwrap();
+    let cpu = h_coefficients_cpu(&a, &b, &c).unwrap();
+    assert!(gpu == cpu, "H step in parts, {wide}");
+    assert_h_in_parts_equals(kernels, &a, &b, &c, &cpu);
+    if let Some(whole) = ntt_kernels(wide) {
+        assert_h_in_parts_equals(whole, &a, &b, &c, &cpu);
+    }
+}
+
+/// The H step with one of a, b, c on the device at a time equals bellperson's.
+fn assert_h_in_parts_equals(
+    kernels: &NttKernels,
+    a: &[Scalar],
+    b: &[Scalar],
+    c: &[Scalar],
+    expected: &[Scalar],
+) {
+    let h = kernels.h_in_parts(a, b, c).unwrap();
+    let mut coefficients = h.download(kernels.gpu()).unwrap();
+    coefficients.truncate(h.len() - 1);
     assert!(
-        gpu == h_coefficients_cpu(&a, &b, &c).unwrap(),
-        "H step in parts, {wide}"
+        coefficients == expected,
+        "H step one vector at a time, {} parts",
+        h.parts().len()
     );
 }
 

@@ -19,13 +19,15 @@ use rand_core::SeedableRng;
 use wgpu_groth16::gpu::waits::{self as wait_stages, Stage};
 use wgpu_groth16::gpu::GpuContext;
 use wgpu_groth16::groth16::batch::prove_batch_across;
+use wgpu_groth16::groth16::batch::prove_batch_recorded_across;
 use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
 };
-use wgpu_groth16::groth16::engine::DevicePlan;
+use wgpu_groth16::groth16::engine::{DevicePlan, ProofBuffers};
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters};
 use wgpu_groth16::msm::MsmConfig;
+use wgpu_groth16::recorded::RecordedSystem;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
@@ -407,45 +409,63 @@ fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
     assert!(peak <= BUDGET, "{peak} bytes counted at once");
 }
 
-/// A budget with room for a, b, c but not for the L, A, B scalar vectors: the scalars stay
-/// in host memory and stream with each MSM chunk, every base streams, and the proof is still
-/// bellperson's; the pool never counts more than the budget.
-#[test]
-fn scalars_streamed_from_the_host_give_bellpersons_proof_within_the_budget() {
+/// A proof within the smallest budget whose plan keeps a proof's vectors as `mode` says:
+/// the proof (full synthesis, then a recorded system's) is still bellperson's, on the GPU,
+/// and the pool never counts more than the budget.
+fn proof_within_a_budget_planning(mode: ProofBuffers, seed: u64) {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
-    let params = params_for(FilecoinLike::blank(10).unwrap(), 17);
+    let params = params_for(FilecoinLike::blank(10).unwrap(), seed);
     let gpu = engine.gpu_engine().expect("a GPU engine");
     let footprint = gpu.footprint(&params.clone().into()).unwrap();
-    let smallest = footprint.chunks.last().unwrap().kept + 3 * footprint.domain_vector;
-    let budget = (smallest..smallest + footprint.scalar_vectors + (1 << 20))
+    let smallest = footprint.chunks.last().unwrap().kept;
+    let budget = (smallest..smallest + 4 * footprint.scalar_vectors + (1 << 20))
         .step_by(1 << 10)
-        .find(|&budget| {
-            DevicePlan::new(&footprint, budget, 1).is_ok_and(|plan| !plan.scalars_on_device)
-        })
-        .expect("a budget between one proof at its smallest and one with its scalar vectors");
+        .find(|&budget| DevicePlan::new(&footprint, budget, 1).is_ok_and(|plan| plan.proof == mode))
+        .expect("a budget that plans this way");
     gpu.pool().set_budget(budget);
     gpu.pool().reset_peak();
     let proved = (|| {
         let prover = Prover::with_engine(&params, engine.clone())?;
         let plan = prover.plan().expect("a plan on the GPU").clone();
-        assert!(!plan.scalars_on_device, "{plan:?}");
-        let circuit = FilecoinLike::new(10, 5).unwrap();
-        let (r, s) = (Scalar::random(rng(82)), Scalar::random(rng(83)));
-        let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
-        let proof = prover.prove(circuit, r, s)?;
-        Ok::<_, Error>((proof_bytes(&proof), proof_bytes(&expected)))
+        assert_eq!(plan.proof, mode, "{plan:?}");
+        let circuit = FilecoinLike::new(10, seed).unwrap();
+        let (r, s) = (Scalar::random(rng(seed)), Scalar::random(rng(seed + 1)));
+        let expected = proof_bytes(&create_proof(circuit.clone(), &params, r, s).unwrap());
+        let full = proof_bytes(&prover.prove(circuit.clone(), r, s)?);
+        let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap())?);
+        let never = CancelToken::new();
+        let (recorded, _) = prove_batch_recorded_across(
+            std::slice::from_ref(&prover),
+            vec![circuit],
+            &system,
+            &[r],
+            &[s],
+            &never,
+        )?;
+        Ok::<_, Error>((expected, full, proof_bytes(&recorded[0])))
     })();
     let peak = gpu.pool().stats().peak_bytes;
     gpu.pool().set_budget(BUDGET);
-    let (ours, theirs) = proved.unwrap();
-    assert_eq!(ours, theirs);
+    let (expected, full, recorded) = proved.unwrap();
+    assert_eq!(full, expected, "full synthesis");
+    assert_eq!(recorded, expected, "recorded system");
     assert!(!engine.gpu_failed(), "proved on the GPU");
     assert!(
         peak <= budget,
         "{peak} bytes counted at once, budget {budget}"
     );
+}
+
+#[test]
+fn scalars_streamed_from_the_host_give_bellpersons_proof_within_the_budget() {
+    proof_within_a_budget_planning(ProofBuffers::ScalarsStreamed, 17);
+}
+
+#[test]
+fn the_h_step_in_parts_gives_bellpersons_proof_within_the_budget() {
+    proof_within_a_budget_planning(ProofBuffers::HInParts, 19);
 }
 
 #[test]

@@ -210,7 +210,9 @@ pub enum BenchCommand {
         /// witness alone and the products where the engine runs); a comma list runs each.
         #[arg(long, value_delimiter = ',', default_value = "full")]
         synthesis: Vec<bench_prove::SynthesisPath>,
-        #[command(flatten)]
-        vram: crate::VramArgs,
+        /// Device memory each engine may use, in MiB; a comma list runs each (one process:
+        /// the parameters and the recorded system are made once), `0` the device's default.
+        #[arg(long, value_delimiter = ',', default_value = "0", value_name = "MIB")]
+        vram_budget_mib: Vec<u64>,
     },
 }

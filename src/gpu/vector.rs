@@ -115,6 +115,18 @@ impl<T: GpuField> DeviceVector<T> {
         Ok(vector)
     }
 
+    /// A vector whose every part is `buffer` (one part's length), for passes that take one
+    /// part at a time; it owns nothing and gives nothing back to a pool.
+    pub fn repeating(buffer: &wgpu::Buffer, layout: PartLayout) -> Self {
+        DeviceVector {
+            parts: vec![buffer.clone(); layout.parts()],
+            layout,
+            pool: None,
+            last_use: Mutex::new(None),
+            _element: PhantomData,
+        }
+    }
+
     /// Every element, read back.
     pub fn download(&self, gpu: &GpuContext) -> Result<Vec<T>>
     where

@@ -252,6 +252,16 @@ impl Prover {
         loaded.resident.as_ref().map(|resident| &resident.plan)
     }
 
+    /// The plan in one line (`None` on the CPU, or while the parameters fail to load).
+    pub fn plan_line(&self) -> Option<String> {
+        let resident = self.params.get().ok()?.resident.as_ref()?;
+        let plan = DevicePlan {
+            proofs_in_flight: self.workers(),
+            ..resident.plan.clone()
+        };
+        Some(plan.describe(&resident.footprint))
+    }
+
     /// `matrices` on this prover's device for the products of its proofs: uploaded on first
     /// use, kept while batches prove the same matrices. `None` on the CPU, and where the
     /// plan leaves them no room (or streams the scalars they would be applied to): the
@@ -269,7 +279,7 @@ impl Prover {
         let plan = self.plan()?;
         let bytes = SparseKernels::bytes_of(system);
         let room = plan.room_with(self.workers.min(plan.proofs_in_flight));
-        let device = if !plan.scalars_on_device || bytes > room {
+        let device = if !plan.scalars_on_device() || bytes > room {
             log::info!(
                 "constraint matrices ({bytes} bytes) over the {room} bytes the plan leaves \
                  ({}): products on the CPU",
@@ -423,13 +433,16 @@ impl Prover {
         // Where the plan has no room for the scalar vectors, the L, A and B scalars stay in
         // host memory and stream with their MSMs' chunks.
         let deferred = assignment.deferred_products.as_ref();
-        let scalars_on_device = resident.is_none_or(|r| r.plan.scalars_on_device);
+        let scalars_on_device = resident.is_none_or(|r| r.plan.scalars_on_device());
+        let h_in_parts = resident.is_some_and(|r| r.plan.h_in_parts());
         let (abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
-                let abc = match deferred {
-                    None => Some(engine.h_inputs(a, b, c)?),
-                    Some(_) => None,
+                let abc = match (deferred, h_in_parts) {
+                    (Some(_), _) => None,
+                    // The H step moves them to the device one at a time.
+                    (None, true) => Some([a, b, c].map(|v| engine.vector(v))),
+                    (None, false) => Some(engine.h_inputs(a, b, c)?),
                 };
                 let l_scalars = match scalars_on_device {
                     true => engine.upload(aux)?,
@@ -448,7 +461,9 @@ impl Prover {
             None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
         };
         let mut h_and_l = |report: &mut ProveReport| -> Result<_> {
-            self.step(lane, Step::HStep, report, || engine.h_step(&mut abc))?;
+            self.step(lane, Step::HStep, report, || {
+                engine.h_step(&mut abc, h_in_parts)
+            })?;
             let msm_h = self.step(lane, Step::MsmH, report, || {
                 let bases = engine.bases(&params.h, resident.map(|r| &r.h));
                 engine.msm::<G1>(&bases, &abc[0], params.h.len())

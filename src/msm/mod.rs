@@ -208,6 +208,14 @@ impl<C: GpuCurve> MsmKernels<C> {
         }
     }
 
+    /// Frees the workspaces kept for the next MSMs.
+    pub fn release_workspaces(&self) {
+        self.workspaces
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
     /// GPU time of each pass of the last MSM, in milliseconds, when `MsmConfig::profile` is
     /// set and the device has timestamp queries; empty otherwise.
     pub fn last_profile(&self) -> Vec<(String, f64)> {

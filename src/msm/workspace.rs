@@ -101,6 +101,11 @@ pub(super) struct Workspaces {
 }
 
 impl Workspaces {
+    /// Frees every kept workspace (and its bytes of the budget).
+    pub fn clear(&mut self) {
+        self.kept.clear();
+    }
+
     /// A workspace `plan` fits in: a kept one, or a new one (freeing the oldest first, and
     /// more kept ones while the budget or the device refuses the new one).
     pub fn for_plan<C: GpuCurve>(

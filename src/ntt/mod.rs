@@ -20,10 +20,11 @@ use std::sync::{Arc, Mutex};
 use blstrs::Scalar;
 
 use crate::error::{Error, Result};
+use crate::field::GpuField;
 use crate::gpu::pool::BufferPool;
 use crate::gpu::vector::PartLayout;
 use crate::gpu::{Compiled, DeviceVector, GpuContext, UniformArray, WideMul};
-use program::{NttParams, NttProgram};
+use program::{NttEntry, NttParams, NttProgram};
 use reference::h_domain;
 pub(crate) use reference::log2_of;
 use steps::{
@@ -31,6 +32,14 @@ use steps::{
 };
 use tables::DomainTables;
 pub use tables::HIGH_TABLE_BITS;
+
+/// The part and entry of an H-step pass that binds one part of b or c.
+fn hstep_part(step: &Step) -> Option<(usize, program::NttEntry)> {
+    match step.binds {
+        Binds::HStep(p) => Some((p, step.entry)),
+        _ => None,
+    }
+}
 
 /// Which transform, in bellperson's terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -182,6 +191,11 @@ impl NttKernels {
 
     pub fn wide_mul(&self) -> WideMul {
         self.program.wide_mul
+    }
+
+    /// The device the kernels run on.
+    pub fn gpu(&self) -> &GpuContext {
+        &self.gpu
     }
 
     /// How stages are grouped into passes at size 2^log_n.
@@ -345,6 +359,73 @@ impl NttKernels {
         let mut steps = to_coset;
         h_steps(&tables, layout, &mut steps);
         self.submit(&tables, &steps, [a, b, c])
+    }
+
+    /// The H step with one of a, b, c on the device at a time, for budgets that cannot hold
+    /// three: b to the coset and c to its coefficients each on the device and back to the
+    /// host, then a to the coset, and b's and c's parts uploaded one at a time into one part
+    /// buffer for the passes that take them (`HProduct`, `HFinish`). The same dispatches as
+    /// [`h_resident`](Self::h_resident), so the same values; leaves h in the returned vector.
+    /// Device bytes: one vector and one part ([`h_in_parts_bytes`](Self::h_in_parts_bytes)).
+    pub fn h_in_parts(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Result<DeviceVector<Scalar>> {
+        let log_n = h_domain(a, b, c)?.trailing_zeros();
+        let tables = self.tables(log_n)?;
+        let transformed = |values: &[Scalar], add: fn(&DomainTables, Layout, &mut Vec<Step>)| {
+            let vector = self.upload(values, log_n)?;
+            let mut steps = Vec::new();
+            add(&tables, self.layout(&vector), &mut steps);
+            self.gpu
+                .wait_for(self.submit(&tables, &steps, [&vector, &vector, &vector])?)?;
+            vector.download(&self.gpu)
+        };
+        let b = transformed(b, to_coset_steps)?;
+        let c = transformed(c, unscaled_coefficients_steps)?;
+        let a = self.upload(a, log_n)?;
+        let layout = self.layout(&a);
+        let mut steps = Vec::new();
+        to_coset_steps(&tables, layout, &mut steps);
+        h_steps(&tables, layout, &mut steps);
+        let part_len = a.layout().part_len();
+        let part_bytes = (part_len * std::mem::size_of::<Scalar>()) as u64;
+        let partner = match &self.pool {
+            Some(pool) => pool.take("a part of the H step", part_bytes)?,
+            None => self
+                .gpu
+                .allocating("a part of the H step", part_bytes, || {
+                    self.gpu.empty_storage_buffer("h step part", part_bytes)
+                })??,
+        };
+        // Every part of this vector is the one partner buffer: a pass over part p binds it,
+        // after part p of b or c was uploaded into it.
+        let partners = DeviceVector::repeating(&partner, a.layout());
+        let mut submitted = None;
+        for run in steps.chunk_by(|x, y| hstep_part(x).is_none() && hstep_part(y).is_none()) {
+            if let Some((p, entry)) = hstep_part(&run[0]) {
+                let from = if entry == NttEntry::HProduct { &b } else { &c };
+                let values = &from[p * part_len..(p + 1) * part_len];
+                self.gpu.upload(&partner, 0, Scalar::as_bytes(values))?;
+            }
+            submitted = Some(self.submit(&tables, run, [&a, &partners, &partners])?);
+        }
+        if let Some(last) = submitted {
+            self.gpu.wait_for(last)?;
+        }
+        if let Some(pool) = &self.pool {
+            pool.give_back(partner, None);
+        }
+        Ok(a)
+    }
+
+    /// Device bytes [`h_in_parts`](Self::h_in_parts) takes at 2^log_n: one vector, one part.
+    pub fn h_in_parts_bytes(&self, log_n: u32) -> Result<u64> {
+        let layout = self.part_layout(log_n)?;
+        let element = std::mem::size_of::<Scalar>();
+        Ok(((layout.elements() + layout.part_len()) * element) as u64)
     }
 
     fn layout(&self, vector: &DeviceVector<Scalar>) -> Layout {

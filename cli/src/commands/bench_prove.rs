@@ -46,8 +46,9 @@ pub struct ProveOptions {
     pub check: bool,
     /// Where to write the trace of every batch's stages.
     pub trace: Option<std::path::PathBuf>,
-    /// Bytes of device memory each engine may use; `None`: the device's default.
-    pub vram_budget: Option<u64>,
+    /// Bytes of device memory each engine may use, each a run; `None`: the device's
+    /// default.
+    pub vram_budgets: Vec<Option<u64>>,
 }
 
 /// Peak resident memory of this process so far (Linux `VmHWM`), in MiB.
@@ -66,7 +67,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         .as_deref()
         .map(|path| plan.output("--trace", path));
     let mut files = plan.reserve()?;
-    let engines = crate::open_engines(selector, options.gpus.max(1), options.vram_budget)?;
+    let engines = crate::open_engines(selector, options.gpus.max(1), None)?;
     println!(
         "engines: {} (pipelines built in {}); CPU: bellperson on {} threads; times per proof",
         engines
@@ -81,7 +82,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         "constraints",
         "batch",
         "synthesis path",
-        "devices x workers",
+        "devices x workers, VRAM budget (pool peak)",
     ]
     .into_iter()
     .chain(Step::ALL.map(step_column))
@@ -124,11 +125,21 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 .map(|i| Scalar::random(ChaCha20Rng::seed_from_u64(salt * 1000 + i)))
                 .collect()
         };
-        for (&path, &workers) in options
-            .synthesis
-            .iter()
-            .flat_map(|path| options.workers.iter().map(move |workers| (path, workers)))
-        {
+        let runs = options.vram_budgets.iter().flat_map(|&budget| {
+            options.synthesis.iter().flat_map(move |&path| {
+                options
+                    .workers
+                    .iter()
+                    .map(move |&workers| (budget, path, workers))
+            })
+        });
+        for (budget, path, workers) in runs {
+            for engine in &engines {
+                if let Some(gpu) = engine.gpu_engine() {
+                    gpu.set_vram_budget(budget.or(gpu.default_vram_budget()).unwrap_or(u64::MAX));
+                    gpu.pool().reset_peak();
+                }
+            }
             let matrices = match path {
                 SynthesisPath::Full => None,
                 SynthesisPath::Recorded => Some(&recorded),
@@ -140,7 +151,15 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                         .with_workers(workers)
                         .with_timeline(timeline.clone()))
                 })
-                .collect::<Result<Vec<_>>>()?;
+                .collect::<Result<Vec<_>>>();
+            // A budget too small for this size is a finding of the run, not its end.
+            let provers = match provers {
+                Err(e @ wgpu_groth16::Error::VramBudget { .. }) => {
+                    println!("  2^{log_n}, {path:?}: {e}");
+                    continue;
+                }
+                other => other?,
+            };
             let never = CancelToken::new();
             let prove = |circuits: Vec<FilecoinLike>, rs: &[Scalar], ss: &[Scalar]| match &matrices
             {
@@ -186,9 +205,29 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                     (None, None)
                 };
                 all_equal &= equal != Some(false);
-                let layout = format!("{} x {}", provers.len(), provers[0].workers());
+                let memory = engines[0].gpu_engine().map_or("-".into(), |gpu| {
+                    let mib = |bytes: u64| bytes >> 20;
+                    format!(
+                        "{} MiB ({} MiB)",
+                        mib(gpu.pool().budget()),
+                        mib(gpu.pool().stats().peak_bytes)
+                    )
+                });
+                let layout = format!("{} x {}, {memory}", provers.len(), provers[0].workers());
                 let path = format!("{path:?}").to_lowercase();
                 print_row(&report, &path, &layout, total, coverage, cpu, equal);
+                if let Some(plan) = provers[0].plan_line() {
+                    // The window lets a sampler of the device's memory find this run's peak.
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default();
+                    let start = now.saturating_sub(total);
+                    println!(
+                        "  plan: {plan}; batch from {:.0} to {:.0} (Unix seconds)",
+                        start.as_secs_f64().floor(),
+                        now.as_secs_f64().ceil()
+                    );
+                }
             }
         }
     }

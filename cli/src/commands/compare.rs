@@ -109,7 +109,7 @@ impl KernelJobs {
             }
             Kernel::HStep => {
                 let mut abc = engine.h_inputs(&self.a, &self.b, &self.c)?;
-                engine.h_step(&mut abc)?;
+                engine.h_step(&mut abc, false)?;
                 scalars(engine.read(&abc[0], n - 1)?)
             }
         };

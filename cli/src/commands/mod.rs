@@ -99,7 +99,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             workers,
             gpus,
             synthesis,
-            vram,
+            vram_budget_mib,
         } => bench_prove::prove(
             selector,
             &bench_prove::ProveOptions {
@@ -110,7 +110,15 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                 synthesis,
                 check: !no_check,
                 trace,
-                vram_budget: vram.bytes()?,
+                vram_budgets: vram_budget_mib
+                    .into_iter()
+                    .map(|mib| {
+                        let vram = crate::VramArgs {
+                            vram_budget_mib: (mib > 0).then_some(mib),
+                        };
+                        vram.bytes()
+                    })
+                    .collect::<CliResult<_>>()?,
             },
         )?,
         BenchCommand::Msm {

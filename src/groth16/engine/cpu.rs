@@ -60,7 +60,7 @@ impl Engine for CpuEngine {
         Ok(system.products_of(inputs, aux_values).map(Cow::Owned))
     }
 
-    fn h_step(&self, inputs: &mut [Cow<'_, [Scalar]>; 3]) -> Result<()> {
+    fn h_step(&self, inputs: &mut [Cow<'_, [Scalar]>; 3], _in_parts: bool) -> Result<()> {
         let [a, b, c] = inputs;
         *a = Cow::Owned(h_coefficients_cpu(a, b, c)?);
         Ok(())

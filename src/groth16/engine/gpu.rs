@@ -148,6 +148,20 @@ impl GpuEngine {
         &self.ntt
     }
 
+    /// Proves within `bytes` of device memory from now on: the MSM workspaces kept for the
+    /// old budget are freed, so that the next plan counts its own. Provers made before keep
+    /// their plans; make them again.
+    pub fn set_vram_budget(&self, bytes: u64) {
+        self.g1.release_workspaces();
+        self.g2.release_workspaces();
+        self.pool.set_budget(bytes);
+    }
+
+    /// The default VRAM budget of this engine's device, if its backend tells.
+    pub fn default_vram_budget(&self) -> Option<u64> {
+        device_memory(&self.gpu.adapter).map(|memory| memory.default_budget())
+    }
+
     /// The sparse-product kernel, compiled on first use.
     pub fn sparse(&self) -> Result<Arc<SparseKernels>> {
         let mut sparse = self.sparse.lock().unwrap_or_else(|e| e.into_inner());
@@ -232,6 +246,9 @@ impl GpuEngine {
             scalar_vectors: self.vector_bytes(params.l.len())?
                 + self.vector_bytes(params.a.len())?
                 + self.vector_bytes(params.b_g1.len())?,
+            h_in_parts: self
+                .ntt
+                .h_in_parts_bytes(domain.next_power_of_two().trailing_zeros())?,
             bases: [
                 (params.h.len(), g1),
                 (params.l.len(), g1),
@@ -418,6 +435,10 @@ impl Engine for GpuEngine {
     ) -> Result<[GpuVector<'a>; 3]> {
         let (Some(resident), GpuVector::Device(aux)) = (resident, aux) else {
             let [a, b, c] = system.products_of(inputs, aux_values);
+            // With the scalars kept on the host, so are a, b, c: the H step moves them.
+            if aux.on_host().is_some() {
+                return Ok([a, b, c].map(GpuVector::Owned));
+            }
             return Ok(self
                 .ntt
                 .upload_h_inputs(&a, &b, &c)?
@@ -433,8 +454,17 @@ impl Engine for GpuEngine {
         Ok(out.map(|v| GpuVector::Device(Box::new(v))))
     }
 
-    fn h_step(&self, inputs: &mut [GpuVector<'_>; 3]) -> Result<()> {
-        if let [GpuVector::Host(a), GpuVector::Host(b), GpuVector::Host(c)] = *inputs {
+    fn h_step(&self, inputs: &mut [GpuVector<'_>; 3], in_parts: bool) -> Result<()> {
+        if let [Some(a), Some(b), Some(c)] = inputs.each_ref().map(GpuVector::on_host) {
+            if in_parts {
+                let h = self.ntt.h_in_parts(a, b, c)?;
+                *inputs = [
+                    GpuVector::Device(Box::new(h)),
+                    GpuVector::Owned(Vec::new()),
+                    GpuVector::Owned(Vec::new()),
+                ];
+                return Ok(());
+            }
             *inputs = self
                 .ntt
                 .upload_h_inputs(a, b, c)?

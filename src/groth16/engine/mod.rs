@@ -14,7 +14,7 @@ mod plan;
 
 pub use cpu::CpuEngine;
 pub use gpu::{DeviceBases, GpuBases, GpuEngine, GpuVector, ResidentParams};
-pub use plan::{ChunkOption, DevicePlan, Footprint, BASE_SETS};
+pub use plan::{ChunkOption, DevicePlan, Footprint, ProofBuffers, BASE_SETS};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, OnceLock};
@@ -83,8 +83,10 @@ pub trait Engine: Sync {
 
     /// bellperson's H step on [`h_inputs`](Self::h_inputs), in place: the coefficients of h
     /// (the first n - 1 are the H MSM's scalars) replace a; b and c are scratch, kept by the
-    /// caller (a proof's device buffers go back to the pool together, at its end).
-    fn h_step(&self, inputs: &mut [Self::Vector<'_>; 3]) -> Result<()>;
+    /// caller (a proof's device buffers go back to the pool together, at its end). With
+    /// `in_parts`, a GPU holds one of them at a time (`NttKernels::h_in_parts`): inputs
+    /// still on the host stay there until their turn.
+    fn h_step(&self, inputs: &mut [Self::Vector<'_>; 3], in_parts: bool) -> Result<()>;
 
     /// bellperson's transform `op` of a power-of-two vector, in place.
     fn ntt(&self, vector: &mut Self::Vector<'_>, op: NttOp) -> Result<()>;

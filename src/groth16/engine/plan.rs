@@ -24,6 +24,8 @@ pub struct Footprint {
     pub domain_vector: u64,
     /// The L, A and B scalar vectors of one proof.
     pub scalar_vectors: u64,
+    /// The H step in parts: one domain vector and one of its parts.
+    pub h_in_parts: u64,
     /// The bases of each set in [`BASE_SETS`] order: (points, bytes of one point).
     pub bases: [(usize, u64); 5],
     /// The MSM chunk sizes to choose from, largest first.
@@ -54,6 +56,19 @@ pub struct ChunkOption {
 /// where a smaller chunk allows: the rest is for proofs and bases.
 const WORKSPACE_SHARE: u64 = 4;
 
+/// Where one proof's vectors are, from the most device memory to the least.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProofBuffers {
+    /// a, b, c and the L, A, B scalar vectors on the device.
+    Resident,
+    /// a, b, c on the device; the L, A, B scalars streamed from host memory with each MSM
+    /// chunk.
+    ScalarsStreamed,
+    /// One of a, b, c on the device at a time, and a part of another (the H step in parts);
+    /// the scalars streamed.
+    HInParts,
+}
+
 /// The base sets in the order they are kept resident.
 pub const BASE_SETS: [&str; 5] = ["h", "l", "a", "b_g1", "b_g2"];
 
@@ -67,8 +82,8 @@ pub struct DevicePlan {
     pub chunk_points: [usize; 2],
     /// Whether G1's and G2's MSMs stream bases (two buffers of a chunk each).
     pub streams: [bool; 2],
-    /// The L, A and B scalars in device vectors; otherwise streamed from host memory.
-    pub scalars_on_device: bool,
+    /// Where each proof's vectors are.
+    pub proof: ProofBuffers,
     /// Proofs in flight at once.
     pub proofs_in_flight: usize,
     /// Bytes of the MSM workspaces, power tables and stream buffers.
@@ -120,22 +135,32 @@ impl DevicePlan {
             })
             .unwrap_or(smallest);
         let [g1_bytes, g2_bytes] = stream_bytes(chunk);
-        let with_scalars = abc + footprint.scalar_vectors;
         let kept_streaming = chunk.kept + g1_bytes + g2_bytes;
-        let (scalars_on_device, proof_bytes) = if kept_streaming + with_scalars <= budget {
-            (true, with_scalars)
-        } else if kept_streaming + abc <= budget {
-            (false, abc)
-        } else {
+        // The largest buffers of which two proofs fit (one stages while the other
+        // computes), else of which one does.
+        let modes = [
+            (ProofBuffers::Resident, abc + footprint.scalar_vectors),
+            (ProofBuffers::ScalarsStreamed, abc),
+            (ProofBuffers::HInParts, footprint.h_in_parts),
+        ];
+        let fitting = |proofs: u64| {
+            modes
+                .iter()
+                .find(|&&(_, bytes)| kept_streaming + proofs * bytes <= budget)
+                .copied()
+        };
+        let reserved = if fitting(2).is_some() { 2 } else { 1 };
+        let Some((proof, proof_bytes)) = fitting(reserved) else {
             return Err(Error::VramBudget {
-                what: "one proof at its smallest (the H step's a, b, c, the MSM workspaces \
-                       and power tables, two chunks of streamed bases per curve)"
+                what: "one proof at its smallest (one of the H step's a, b, c and a part of \
+                       another, the MSM workspaces and power tables, two chunks of streamed \
+                       bases per curve)"
                     .into(),
-                needed: kept_streaming + abc,
+                needed: kept_streaming + footprint.h_in_parts,
                 budget,
             });
         };
-        let mut left = budget - kept_streaming - proof_bytes;
+        let mut left = budget - kept_streaming - reserved * proof_bytes;
         let mut resident_points = [0; 5];
         for (resident, &(points, point_bytes)) in resident_points.iter_mut().zip(&footprint.bases) {
             let fitting = match keep_bases {
@@ -161,7 +186,7 @@ impl DevicePlan {
                 left += bytes;
             }
         }
-        let more = (left / proof_bytes.max(1)) as usize;
+        let more = reserved as usize + (left / proof_bytes.max(1)) as usize;
         let resident_bytes = resident_points
             .iter()
             .zip(&footprint.bases)
@@ -172,8 +197,8 @@ impl DevicePlan {
             resident_points,
             chunk_points: chunk.points,
             streams,
-            scalars_on_device,
-            proofs_in_flight: workers.max(1).min(1 + more),
+            proof,
+            proofs_in_flight: workers.max(1).min(more),
             kept_bytes,
             proof_bytes,
             resident_bytes,
@@ -195,6 +220,16 @@ impl DevicePlan {
     /// "budget N MiB".
     pub fn describe_budget(&self) -> String {
         format!("budget {} MiB", self.budget >> 20)
+    }
+
+    /// Whether the L, A, B scalars are in device vectors (else streamed from the host).
+    pub fn scalars_on_device(&self) -> bool {
+        self.proof == ProofBuffers::Resident
+    }
+
+    /// Whether the H step holds one of a, b, c on the device at a time.
+    pub fn h_in_parts(&self) -> bool {
+        self.proof == ProofBuffers::HInParts
     }
 
     /// Whether every base is resident.
@@ -229,9 +264,12 @@ impl DevicePlan {
                 mib(self.resident_bytes),
             )
         };
-        let scalars = match self.scalars_on_device {
-            true => "scalars on the device",
-            false => "scalars streamed from the host",
+        let scalars = match self.proof {
+            ProofBuffers::Resident => "a, b, c and the scalars on the device",
+            ProofBuffers::ScalarsStreamed => {
+                "a, b, c on the device, scalars streamed from the host"
+            }
+            ProofBuffers::HInParts => "the H step in parts, scalars streamed from the host",
         };
         format!(
             "{bases}, {scalars}, MSM chunks of {} G1 and {} G2 points, {} proof(s) in flight, {}",
@@ -264,6 +302,7 @@ mod tests {
         Footprint {
             domain_vector: 4 * GIB,
             scalar_vectors: 12 * GIB,
+            h_in_parts: 5 * GIB,
             bases: [(n, 96), (n, 96), (n, 96), (n / 2, 96), (n / 2, 192)],
             chunks,
         }
@@ -274,7 +313,7 @@ mod tests {
         let f = shape_2_27();
         let plan = DevicePlan::new(&f, 130 * GIB, 2).unwrap();
         assert!(plan.all_resident(&f));
-        assert!(plan.scalars_on_device);
+        assert_eq!(plan.proof, ProofBuffers::Resident);
         assert_eq!(plan.proofs_in_flight, 2);
         assert_eq!(plan.kept_bytes, f.chunks[0].kept, "the largest chunks");
         assert!(plan.room() < 130 * GIB);
@@ -283,7 +322,7 @@ mod tests {
     #[test]
     fn smaller_budgets_stream_bases_and_scalars_and_never_exceed_the_budget() {
         let f = shape_2_27();
-        for gib in [96, 64, 32, 24, 16] {
+        for gib in [96, 64, 32, 24, 16, 12, 8] {
             let plan = DevicePlan::new(&f, gib * GIB, 2).unwrap();
             let used = plan.kept_bytes
                 + plan.resident_bytes
@@ -301,21 +340,34 @@ mod tests {
                 assert_eq!(points as u64 % CHUNK_ALIGN, 0);
             }
         }
+        // Two proofs in flight as long as the H step in parts lets them.
+        let plan = DevicePlan::new(&f, 32 * GIB, 2).unwrap();
+        assert_eq!(
+            (plan.proof, plan.proofs_in_flight),
+            (ProofBuffers::ScalarsStreamed, 2)
+        );
         let plan = DevicePlan::new(&f, 16 * GIB, 2).unwrap();
-        assert!(!plan.scalars_on_device);
-        assert_eq!(plan.proofs_in_flight, 1);
+        assert_eq!(
+            (plan.proof, plan.proofs_in_flight),
+            (ProofBuffers::HInParts, 2)
+        );
         assert_eq!(plan.streams, [true, true]);
         assert!(
             plan.chunk_points[0] < f.chunks[0].points[0],
             "smaller chunks"
         );
+        let plan = DevicePlan::new(&f, 8 * GIB, 2).unwrap();
+        assert_eq!(
+            (plan.proof, plan.proofs_in_flight),
+            (ProofBuffers::HInParts, 1)
+        );
     }
 
     #[test]
     fn a_budget_below_one_proof_at_its_smallest_is_an_error() {
-        let err = DevicePlan::new(&shape_2_27(), 8 * GIB, 2).unwrap_err();
+        let err = DevicePlan::new(&shape_2_27(), 5 * GIB, 2).unwrap_err();
         assert!(
-            matches!(err, Error::VramBudget { needed, .. } if needed > 12 * GIB),
+            matches!(err, Error::VramBudget { needed, .. } if needed > 5 * GIB),
             "{err}"
         );
     }
