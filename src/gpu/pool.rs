@@ -211,6 +211,8 @@ impl BufferPool {
     /// reservation drops; `None` if they do not fit.
     pub fn set_aside(&self, bytes: u64) -> Option<Reservation> {
         let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        // Buffers whose last submission completed are free: their room counts.
+        let _ = self.collect_finished(&mut state);
         if !make_room(&mut state, bytes) {
             return None;
         }
@@ -224,7 +226,8 @@ impl BufferPool {
     /// Bytes of the budget that buffers and reservations do not hold now, counting free
     /// buffers as room.
     pub fn room(&self) -> u64 {
-        let state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self.collect_finished(&mut state);
         let free: u64 = state.free.iter().map(wgpu::Buffer::size).sum();
         state.budget.saturating_sub(state.allocated - free)
     }

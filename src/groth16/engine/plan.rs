@@ -123,34 +123,46 @@ impl DevicePlan {
                 2 * chunk.points[1] as u64 * point(4),
             ]
         };
+        let kept_with_streams =
+            |option: &ChunkOption| option.kept + stream_bytes(option).iter().sum::<u64>();
+        // The buckets of the windows are the same at every chunk size: where they alone
+        // take more than the quarter, the largest chunks that leave room for one proof at
+        // its smallest.
         let chunk = footprint
             .chunks
             .iter()
             .find(|option| option.kept + everything <= budget)
             .or_else(|| {
-                footprint.chunks.iter().find(|option| {
-                    option.kept + stream_bytes(option).iter().sum::<u64>()
-                        <= budget / WORKSPACE_SHARE
-                })
+                footprint
+                    .chunks
+                    .iter()
+                    .find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
+            })
+            .or_else(|| {
+                footprint
+                    .chunks
+                    .iter()
+                    .find(|option| kept_with_streams(option) + footprint.h_in_parts <= budget)
             })
             .unwrap_or(smallest);
         let [g1_bytes, g2_bytes] = stream_bytes(chunk);
-        let kept_streaming = chunk.kept + g1_bytes + g2_bytes;
-        // The largest buffers of which two proofs fit (one stages while the other
-        // computes), else of which one does.
+        // Where everything fits nothing streams: no stream buffers to set aside.
+        let kept_streaming = match keep_bases && chunk.kept + everything <= budget {
+            true => chunk.kept,
+            false => chunk.kept + g1_bytes + g2_bytes,
+        };
+        // The largest buffers of which one proof fits. (Reserving two proofs in flight with
+        // smaller buffers instead was slower: docs/benchmarks/vram-budgets.md, 8fec278.)
         let modes = [
             (ProofBuffers::Resident, abc + footprint.scalar_vectors),
             (ProofBuffers::ScalarsStreamed, abc),
             (ProofBuffers::HInParts, footprint.h_in_parts),
         ];
-        let fitting = |proofs: u64| {
-            modes
-                .iter()
-                .find(|&&(_, bytes)| kept_streaming + proofs * bytes <= budget)
-                .copied()
-        };
-        let reserved = if fitting(2).is_some() { 2 } else { 1 };
-        let Some((proof, proof_bytes)) = fitting(reserved) else {
+        let Some((proof, proof_bytes)) = modes
+            .iter()
+            .find(|&&(_, bytes)| kept_streaming + bytes <= budget)
+            .copied()
+        else {
             return Err(Error::VramBudget {
                 what: "one proof at its smallest (one of the H step's a, b, c and a part of \
                        another, the MSM workspaces and power tables, two chunks of streamed \
@@ -160,7 +172,7 @@ impl DevicePlan {
                 budget,
             });
         };
-        let mut left = budget - kept_streaming - reserved * proof_bytes;
+        let mut left = budget - kept_streaming - proof_bytes;
         let mut resident_points = [0; 5];
         for (resident, &(points, point_bytes)) in resident_points.iter_mut().zip(&footprint.bases) {
             let fitting = match keep_bases {
@@ -180,13 +192,14 @@ impl DevicePlan {
         };
         let streams = [streams(&[0, 1, 2, 3]), streams(&[4])];
         let mut kept_bytes = kept_streaming;
+        let set_aside = kept_streaming > chunk.kept;
         for (streamed, bytes) in streams.into_iter().zip([g1_bytes, g2_bytes]) {
-            if !streamed {
+            if !streamed && set_aside {
                 kept_bytes -= bytes;
                 left += bytes;
             }
         }
-        let more = reserved as usize + (left / proof_bytes.max(1)) as usize;
+        let more = 1 + (left / proof_bytes.max(1)) as usize;
         let resident_bytes = resident_points
             .iter()
             .zip(&footprint.bases)
@@ -340,16 +353,12 @@ mod tests {
                 assert_eq!(points as u64 % CHUNK_ALIGN, 0);
             }
         }
-        // Two proofs in flight as long as the H step in parts lets them.
         let plan = DevicePlan::new(&f, 32 * GIB, 2).unwrap();
-        assert_eq!(
-            (plan.proof, plan.proofs_in_flight),
-            (ProofBuffers::ScalarsStreamed, 2)
-        );
+        assert_eq!(plan.proof, ProofBuffers::Resident);
         let plan = DevicePlan::new(&f, 16 * GIB, 2).unwrap();
         assert_eq!(
             (plan.proof, plan.proofs_in_flight),
-            (ProofBuffers::HInParts, 2)
+            (ProofBuffers::ScalarsStreamed, 1)
         );
         assert_eq!(plan.streams, [true, true]);
         assert!(
@@ -361,6 +370,27 @@ mod tests {
             (plan.proof, plan.proofs_in_flight),
             (ProofBuffers::HInParts, 1)
         );
+    }
+
+    /// Window buckets the same at every chunk size and over a quarter of the budget: the
+    /// largest chunks with room for one proof, not the smallest.
+    #[test]
+    fn fixed_workspace_bytes_over_a_quarter_keep_chunks_large() {
+        let mut f = shape_2_27();
+        for option in &mut f.chunks {
+            option.kept += 4 * GIB;
+        }
+        let plan = DevicePlan::new(&f, 12 * GIB, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::HInParts);
+        let largest_fitting = f
+            .chunks
+            .iter()
+            .find(|o| {
+                let streams = 2 * 96 * o.points[0] as u64 + 2 * 192 * o.points[1] as u64;
+                o.kept + streams + f.h_in_parts <= 12 * GIB
+            })
+            .unwrap();
+        assert_eq!(plan.chunk_points, largest_fitting.points);
     }
 
     #[test]
