@@ -114,6 +114,9 @@ impl FilecoinBackend {
         prover
             .params()
             .map_err(|e| format!("{circuit_id}: {}", files.params_error(e)))?;
+        if let Some(plan) = prover.plan_line() {
+            log::info!("{circuit_id} on {}: {plan}", prover.engine().describe());
+        }
         let size_bytes = std::fs::metadata(&files.params).map_or(0, |m| m.len());
         Ok((prover, size_bytes))
     }

@@ -211,6 +211,10 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
         (_, synthesis) => synthesis,
     };
     let prove_time = t.elapsed();
+    // What stayed on the device and what streamed, as the engine planned it.
+    if let Some(plan) = prover.plan_line() {
+        out.fact("device_plan", plan.as_str(), format!("device plan: {plan}"));
+    }
     let bytes = commit.proof_bytes(&proofs)?;
     let (verified, verify_time) = stage("verify_seal", || commit.verify(&bytes));
     verified?;
