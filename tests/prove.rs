@@ -25,7 +25,9 @@ use wgpu_groth16::groth16::circuits::{
 };
 use wgpu_groth16::groth16::engine::{DevicePlan, ProofBuffers};
 use wgpu_groth16::groth16::synthesis::public_inputs;
-use wgpu_groth16::groth16::{CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters};
+use wgpu_groth16::groth16::{
+    CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters, Step,
+};
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::recorded::RecordedSystem;
 use wgpu_groth16::timeline::Timeline;
@@ -466,6 +468,75 @@ fn scalars_streamed_from_the_host_give_bellpersons_proof_within_the_budget() {
 #[test]
 fn the_h_step_in_parts_gives_bellpersons_proof_within_the_budget() {
     proof_within_a_budget_planning(ProofBuffers::HInParts, 19);
+}
+
+/// Two batches at once on one device whose plan holds one proof's buffers (as two daemon
+/// lanes share a GPU): every proof waits for the device's one proof slot, none fails over
+/// to the CPU, and the pool never counts more than the budget.
+#[test]
+fn concurrent_batches_share_the_plans_proofs_in_flight() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let params = params_for(FilecoinLike::blank(10).unwrap(), 21);
+    let gpu = engine.gpu_engine().expect("a GPU engine");
+    gpu.set_vram_budget(BUDGET);
+    gpu.pool().reset_peak();
+    let timeline = Arc::new(Timeline::new());
+    let prover = Prover::with_engine(&params, engine.clone())
+        .unwrap()
+        .with_workers(3)
+        .with_timeline(timeline.clone());
+    assert_eq!(
+        prover.plan().unwrap().proofs_in_flight,
+        1,
+        "the test needs one slot"
+    );
+    let batch = |first: u64| {
+        let circuits: Vec<_> = (first..first + 3)
+            .map(|seed| FilecoinLike::new(10, seed).unwrap())
+            .collect();
+        let rs: Vec<Scalar> = (0..3)
+            .map(|i| Scalar::random(rng(first + 200 + i)))
+            .collect();
+        let ss: Vec<Scalar> = (0..3)
+            .map(|i| Scalar::random(rng(first + 300 + i)))
+            .collect();
+        let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone())
+            .unwrap()
+            .iter()
+            .map(proof_bytes)
+            .collect::<Vec<_>>();
+        let ours = prover.prove_batch(circuits, &rs, &ss).unwrap();
+        assert_eq!(ours.iter().map(proof_bytes).collect::<Vec<_>>(), expected);
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| batch(0));
+        scope.spawn(|| batch(10));
+    });
+    assert!(!engine.gpu_failed(), "proved on the GPU");
+    let peak = gpu.pool().stats().peak_bytes;
+    assert!(peak <= BUDGET, "{peak} bytes counted at once");
+    // From its staging to its last MSM a proof holds its buffers: never two at once.
+    let mut events: Vec<(std::time::Duration, i32)> = timeline
+        .spans()
+        .into_iter()
+        .filter_map(|span| match span.name.as_str() {
+            name if name == Step::Staging.label() => Some((span.start, 1)),
+            name if name == Step::MsmBG2.label() => Some((span.end, -1)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(events.len(), 12, "six proofs");
+    events.sort_by_key(|&(at, change)| (at, change));
+    let most = events
+        .iter()
+        .scan(0, |open, &(_, change)| {
+            *open += change;
+            Some(*open)
+        })
+        .max();
+    assert_eq!(most, Some(1), "proofs holding buffers at once");
 }
 
 #[test]

@@ -427,6 +427,8 @@ impl Prover {
         } = assignment;
         let loaded = self.params.get()?;
         let (params, resident) = (&loaded.params, loaded.resident.as_ref());
+        // Before the proof's first buffer: the device holds as many proofs as its plan.
+        let _slot = engine.proof_slot();
 
         // A proof's vectors live to its end, and go back to the pool together. Products left
         // to the proof are computed in its compute stage, from the aux values staged for L.

@@ -7,6 +7,7 @@ use blstrs::Scalar;
 
 use super::cpu::select_ab;
 use super::plan::{ChunkOption, DevicePlan, Footprint};
+use super::slots::{ProofSlot, ProofSlots};
 use super::{Engine, StageGuard};
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::memory::device_memory;
@@ -35,6 +36,8 @@ pub struct GpuEngine {
     staging: Mutex<()>,
     /// Held by the worker whose proof is in its compute stage (its kernels and results).
     compute: Mutex<()>,
+    /// Proofs in flight on this device, as the latest plan allows.
+    slots: ProofSlots,
 }
 
 /// Fr values for the GPU engine: still in host memory (uploaded where they are used), or in
@@ -129,6 +132,7 @@ impl GpuEngine {
             gpu,
             staging: Mutex::new(()),
             compute: Mutex::new(()),
+            slots: ProofSlots::new(),
         })
     }
 
@@ -296,6 +300,7 @@ impl GpuEngine {
             match self.upload_planned(params, &plan) {
                 Ok(bases) => {
                     log::info!("{}: {}", self.gpu.describe(), plan.describe(&footprint));
+                    self.slots.set_capacity(plan.proofs_in_flight);
                     let [h, l, a, b_g1] = bases.0;
                     return Ok(ResidentParams {
                         h,
@@ -391,6 +396,10 @@ impl Engine for GpuEngine {
 
     fn describe(&self) -> String {
         self.gpu.describe()
+    }
+
+    fn proof_slot(&self) -> Option<ProofSlot<'_>> {
+        Some(self.slots.take())
     }
 
     fn enter(&self, stage: Stage) -> StageGuard<'_> {

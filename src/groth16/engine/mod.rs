@@ -11,10 +11,12 @@
 mod cpu;
 mod gpu;
 mod plan;
+mod slots;
 
 pub use cpu::CpuEngine;
 pub use gpu::{DeviceBases, GpuBases, GpuEngine, GpuVector, ResidentParams};
 pub use plan::{ChunkOption, DevicePlan, Footprint, ProofBuffers, BASE_SETS};
+pub use slots::ProofSlot;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, OnceLock};
@@ -46,6 +48,13 @@ pub trait Engine: Sync {
 
     /// The engine in logs and reports: the adapter, or "CPU".
     fn describe(&self) -> String;
+
+    /// Holds one of the device's proof slots until the guard drops (a GPU proves as many
+    /// proofs at once as its plan sized the budget for, across every prover; the CPU, any
+    /// number). Taken before a proof's first buffer.
+    fn proof_slot(&self) -> Option<ProofSlot<'_>> {
+        None
+    }
 
     /// Enters a stage of a proof until the guard drops. On a GPU each stage has a lock, so
     /// that one proof stages while another computes (supraseal-c2's two locks).
