@@ -159,6 +159,8 @@ impl GpuEngine {
         self.g1.release_workspaces();
         self.g2.release_workspaces();
         self.pool.set_budget(bytes);
+        // The plans made for the old budget no longer bound the proofs in flight.
+        self.slots.set_capacity(usize::MAX);
     }
 
     /// The default VRAM budget of this engine's device, if its backend tells.
@@ -300,7 +302,7 @@ impl GpuEngine {
             match self.upload_planned(params, &plan) {
                 Ok(bases) => {
                     log::info!("{}: {}", self.gpu.describe(), plan.describe(&footprint));
-                    self.slots.set_capacity(plan.proofs_in_flight);
+                    self.slots.limit(plan.proofs_in_flight);
                     let [h, l, a, b_g1] = bases.0;
                     return Ok(ResidentParams {
                         h,

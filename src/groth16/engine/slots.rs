@@ -45,6 +45,13 @@ impl ProofSlots {
         self.freed.notify_all();
     }
 
+    /// Allows at most `capacity` proofs at once (at least one): the fewest any plan made
+    /// on the device allows, as every parameter set's proofs share its memory.
+    pub fn limit(&self, capacity: usize) {
+        let mut state = self.lock();
+        state.capacity = state.capacity.min(capacity.max(1));
+    }
+
     /// A slot, waiting while every slot is held.
     pub fn take(&self) -> ProofSlot<'_> {
         let mut state = self.lock();
