@@ -41,6 +41,8 @@ struct Slot {
 pub struct Staging {
     upload: Mutex<UploadSlots>,
     download: Mutex<Vec<Slot>>,
+    /// Bytes uploaded through these buffers since the device opened.
+    uploaded: std::sync::atomic::AtomicU64,
 }
 
 /// Upload slots not being written, most recently given back last, and how many exist (those
@@ -183,9 +185,20 @@ fn chunk_size(gpu: &super::GpuContext) -> u64 {
 }
 
 impl super::GpuContext {
+    /// Bytes [`upload`](Self::upload) has copied to this device since it opened (host to
+    /// device traffic, for benchmarks).
+    pub fn uploaded_bytes(&self) -> u64 {
+        self.staging
+            .uploaded
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Copies `bytes` into `buffer` at `offset`. Later submissions see the data (one queue
     /// runs in order); this returns once the last chunk is handed to the GPU.
     pub fn upload(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) -> Result<()> {
+        self.staging
+            .uploaded
+            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let chunk = chunk_size(self);
         for (i, piece) in bytes.chunks(chunk as usize).enumerate() {
             let mut slot = self.take_upload_slot(chunk)?;

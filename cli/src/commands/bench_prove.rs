@@ -91,6 +91,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         "total",
         "batch wall",
         "GPU steps: span, covered",
+        "host to device, a proof",
         "bellperson CPU",
         "speed-up",
         "equal",
@@ -184,10 +185,19 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 let (rs, ss) = (randomness(batch, 1), randomness(batch, 2));
                 let circuits = circuits(batch)?;
                 let from = timeline.elapsed();
+                let uploaded = || -> u64 {
+                    engines
+                        .iter()
+                        .filter_map(|e| e.device())
+                        .map(|gpu| gpu.uploaded_bytes())
+                        .sum()
+                };
+                let uploaded_before = uploaded();
                 let t = Instant::now();
                 let (proofs, report) = prove(circuits.clone(), &rs, &ss)?;
                 let total = t.elapsed();
                 let coverage = gpu_steps(&timeline, from, provers.len());
+                let uploaded = (uploaded() - uploaded_before) / batch.max(1) as u64;
                 let check = options.check
                     && batch == 1
                     && workers == options.workers[0]
@@ -215,7 +225,14 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 });
                 let layout = format!("{} x {}, {memory}", provers.len(), provers[0].workers());
                 let path = format!("{path:?}").to_lowercase();
-                print_row(&report, &path, &layout, total, coverage, cpu, equal);
+                let figures = BatchFigures {
+                    total,
+                    coverage,
+                    uploaded,
+                    cpu,
+                    equal,
+                };
+                print_row(&report, &path, &layout, figures);
                 if let Some(plan) = provers[0].plan_line() {
                     // The window lets a sampler of the device's memory find this run's peak.
                     let now = std::time::SystemTime::now()
@@ -261,15 +278,26 @@ fn step_column(step: Step) -> &'static str {
     }
 }
 
-fn print_row(
-    report: &ProveReport,
-    path: &str,
-    layout: &str,
+/// What one batch measured beside its report.
+struct BatchFigures {
     total: Duration,
+    /// Per device: the GPU steps' span and the share of it covered.
     coverage: Vec<(Duration, f64)>,
+    /// Bytes uploaded to the devices, a proof.
+    uploaded: u64,
+    /// bellperson's time and whether its proof was ours, where checked.
     cpu: Option<Duration>,
     equal: Option<bool>,
-) {
+}
+
+fn print_row(report: &ProveReport, path: &str, layout: &str, figures: BatchFigures) {
+    let BatchFigures {
+        total,
+        coverage,
+        uploaded,
+        cpu,
+        equal,
+    } = figures;
     let per = |d: Duration| d / report.proofs as u32;
     let each = Step::ALL.map(|step| ms(per(report.time(step)))).join(" | ");
     let speed_up = cpu.map_or("-".into(), |c| {
@@ -281,12 +309,13 @@ fn print_row(
         .collect::<Vec<_>>()
         .join(" / ");
     println!(
-        "| {} | {} | {path} | {layout} | {each} | {} | {} | {:.2} s | {coverage} | {} | {speed_up} | {} | {} |",
+        "| {} | {} | {path} | {layout} | {each} | {} | {} | {:.2} s | {coverage} | {:.1} MiB | {} | {speed_up} | {} | {} |",
         report.constraints,
         report.proofs,
         ms(per(report.after_synthesis())),
         ms(per(total)),
         total.as_secs_f64(),
+        uploaded as f64 / (1u64 << 20) as f64,
         cpu.map_or("-".into(), ms),
         match equal {
             Some(true) => "yes",
