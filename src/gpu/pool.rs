@@ -44,7 +44,7 @@ impl std::fmt::Debug for Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        let mut state = self.pool.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.pool.lock();
         state.allocated = state.allocated.saturating_sub(self.bytes);
     }
 }
@@ -53,7 +53,7 @@ impl Drop for Reservation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolStats {
     pub allocated_bytes: u64,
-    /// The most bytes counted at once since the pool was made: never above its budget.
+    /// The most bytes counted at once since the pool was made or its peak was reset.
     pub peak_bytes: u64,
     pub free: usize,
     pub in_flight: usize,
@@ -117,7 +117,7 @@ impl BufferPool {
     }
 
     pub fn stats(&self) -> PoolStats {
-        let state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.lock();
         PoolStats {
             allocated_bytes: state.allocated,
             peak_bytes: state.peak,
@@ -178,7 +178,7 @@ impl BufferPool {
             });
         }
         loop {
-            let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.lock();
             self.collect_finished(&mut state)?;
             if let Some(done) = attempt(&mut state)? {
                 return Ok(done);
@@ -210,7 +210,7 @@ impl BufferPool {
     /// beside what the pool owns now (after dropping free buffers; no waiting), until the
     /// reservation drops; `None` if they do not fit.
     pub fn set_aside(&self, bytes: u64) -> Option<Reservation> {
-        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.lock();
         // Buffers whose last submission completed are free: their room counts.
         let _ = self.collect_finished(&mut state);
         if !make_room(&mut state, bytes) {
@@ -226,7 +226,7 @@ impl BufferPool {
     /// Bytes of the budget that buffers and reservations do not hold now, counting free
     /// buffers as room.
     pub fn room(&self) -> u64 {
-        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.lock();
         let _ = self.collect_finished(&mut state);
         let free: u64 = state.free.iter().map(wgpu::Buffer::size).sum();
         state.budget.saturating_sub(state.allocated - free)
@@ -235,7 +235,7 @@ impl BufferPool {
     /// Gives `buffer` back; it becomes free once `last_use` (the last submission that used
     /// it; `None` if none did) has completed.
     pub fn give_back(&self, buffer: wgpu::Buffer, last_use: Option<wgpu::SubmissionIndex>) {
-        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.lock();
         match last_use {
             Some(fence) => state.in_flight.push((buffer, fence)),
             None => state.free.push(buffer),

@@ -124,11 +124,6 @@ impl<C: GpuCurve> ResidentBases<C> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-
-    /// Device bytes of `points` bases of curve `C`.
-    pub fn bytes(points: usize) -> u64 {
-        (points * C::AFFINE_BYTES) as u64
-    }
 }
 
 /// An MSM's bases when they do not all fit the device: the first ones resident (any number,
@@ -393,14 +388,9 @@ impl<C: GpuCurve> MsmKernels<C> {
         Ok(combine_windows::<C>(&window_sums?, &plan.layout))
     }
 
-    /// Device bytes of the two buffers an MSM streams bases through, `points` each.
-    pub fn stream_bytes(points: usize) -> u64 {
-        2 * ResidentBases::<C>::bytes(points)
-    }
-
     /// Two buffers of `points` bases, from the pool where there is one.
     fn stream_buffers(&self, points: usize) -> Result<Vec<wgpu::Buffer>> {
-        let bytes = ResidentBases::<C>::bytes(points);
+        let bytes = (points * C::AFFINE_BYTES) as u64;
         (0..2)
             .map(|_| match &self.pool {
                 Some(pool) => pool.take("streamed bases", bytes),

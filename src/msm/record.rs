@@ -38,6 +38,7 @@ fn chunks<C: GpuCurve>(
 ) -> Vec<Chunk> {
     let mut chunks = Vec::new();
     let mut first = 0usize;
+    let mut streamed = 0usize;
     let resident_len = bases.resident_len();
     while first < len {
         let (chunk_bases, take) = match bases.resident {
@@ -48,13 +49,9 @@ fn chunks<C: GpuCurve>(
                 (ChunkBases::Resident { buffer, at }, plan.chunk.min(room))
             }
             _ => {
-                let slot = chunks
-                    .iter()
-                    .filter(|c: &&Chunk| matches!(c.bases, ChunkBases::Streamed { .. }))
-                    .count()
-                    % 2;
+                streamed += 1;
                 (
-                    ChunkBases::Streamed { slot },
+                    ChunkBases::Streamed { slot: streamed % 2 },
                     plan.chunk.min(stream_points.max(1)),
                 )
             }

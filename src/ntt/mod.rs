@@ -391,32 +391,24 @@ impl NttKernels {
         to_coset_steps(&tables, layout, &mut steps);
         h_steps(&tables, layout, &mut steps);
         let part_len = a.layout().part_len();
-        let part_bytes = (part_len * std::mem::size_of::<Scalar>()) as u64;
-        let partner = match &self.pool {
-            Some(pool) => pool.take("a part of the H step", part_bytes)?,
-            None => self
-                .gpu
-                .allocating("a part of the H step", part_bytes, || {
-                    self.gpu.empty_storage_buffer("h step part", part_bytes)
-                })??,
-        };
+        // One part's worth (a vector of one part), pooled like any vector.
+        let partner = self.upload(&[], part_len.trailing_zeros())?;
         // Every part of this vector is the one partner buffer: a pass over part p binds it,
         // after part p of b or c was uploaded into it.
-        let partners = DeviceVector::repeating(&partner, a.layout());
+        let partners = DeviceVector::repeating(&partner.parts()[0], a.layout());
         let mut submitted = None;
         for run in steps.chunk_by(|x, y| hstep_part(x).is_none() && hstep_part(y).is_none()) {
             if let Some((p, entry)) = hstep_part(&run[0]) {
                 let from = if entry == NttEntry::HProduct { &b } else { &c };
                 let values = &from[p * part_len..(p + 1) * part_len];
-                self.gpu.upload(&partner, 0, Scalar::as_bytes(values))?;
+                self.gpu
+                    .upload(&partner.parts()[0], 0, Scalar::as_bytes(values))?;
             }
             submitted = Some(self.submit(&tables, run, [&a, &partners, &partners])?);
         }
         if let Some(last) = submitted {
+            partner.used_by(&last);
             self.gpu.wait_for(last)?;
-        }
-        if let Some(pool) = &self.pool {
-            pool.give_back(partner, None);
         }
         Ok(a)
     }

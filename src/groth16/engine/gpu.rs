@@ -95,8 +95,8 @@ const PLAN_ATTEMPTS: usize = 4;
 
 impl GpuEngine {
     /// The engine of `gpu` within `vram_budget` bytes; without one, the device memory's
-    /// default budget ([`DeviceMemory::default_budget`](crate::gpu::memory::DeviceMemory::default_budget)), or none but the device's own where
-    /// its backend does not tell.
+    /// default budget (`DeviceMemory::default_budget`), or none but the device's own where its
+    /// backend does not tell.
     pub(super) fn new(gpu: GpuContext, msm: MsmConfig, vram_budget: Option<u64>) -> Result<Self> {
         let wide = gpu.preferred_wide_mul();
         let memory = device_memory(&gpu.adapter);
@@ -224,9 +224,8 @@ impl GpuEngine {
         .max()
         .unwrap_or(0);
         let g2_len = params.b_g2.len();
-        let tables = self
-            .ntt
-            .table_bytes(domain.next_power_of_two().trailing_zeros());
+        let log_domain = domain.next_power_of_two().trailing_zeros();
+        let tables = self.ntt.table_bytes(log_domain);
         // The device's own chunks, then halves of them down to SMALLEST_CHUNK.
         let mut chunks = Vec::new();
         let mut cap = usize::MAX;
@@ -252,9 +251,7 @@ impl GpuEngine {
             scalar_vectors: self.vector_bytes(params.l.len())?
                 + self.vector_bytes(params.a.len())?
                 + self.vector_bytes(params.b_g1.len())?,
-            h_in_parts: self
-                .ntt
-                .h_in_parts_bytes(domain.next_power_of_two().trailing_zeros())?,
+            h_in_parts: self.ntt.h_in_parts_bytes(log_domain)?,
             bases: [
                 (params.h.len(), g1),
                 (params.l.len(), g1),
@@ -264,12 +261,6 @@ impl GpuEngine {
             ],
             chunks,
         })
-    }
-
-    /// The plan for `params`' proofs within this engine's VRAM budget, at most `workers`
-    /// in flight.
-    pub fn plan(&self, params: &ProvingParameters, workers: usize) -> Result<DevicePlan> {
-        DevicePlan::new(&self.footprint(params)?, self.pool.budget(), workers)
     }
 
     /// `params`' bases on the device as planned (at most `workers` proofs in flight). Where
@@ -329,7 +320,7 @@ impl GpuEngine {
         }
         Err(Error::OutOfMemory {
             what: "a parameter set's bases".into(),
-            bytes: footprint.bases.iter().map(|&(n, b)| n as u64 * b).sum(),
+            bytes: footprint.bases_bytes(),
             message: format!("refused in {PLAN_ATTEMPTS} plans"),
         })
     }

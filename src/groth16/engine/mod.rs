@@ -367,7 +367,7 @@ impl ProverEngine {
     /// the engine failed, and the work is redone on the CPU, or returned without the CPU
     /// fallback ([`set_cpu_fallback`](Self::set_cpu_fallback)). An allocation the driver
     /// refused within the budget (another process holds memory) is not yet a failure: the
-    /// pool's free buffers are released, the budget lowered to what the pool holds, and the
+    /// pool's free buffers are released, the budget lowered (`BufferPool::release_free`), and the
     /// work tried again on the GPU.
     pub fn run<W: Work>(&self, work: &mut W) -> Result<W::Output> {
         let fallback = self.cpu_fallback.load(Ordering::Relaxed);

@@ -1,17 +1,13 @@
 //! What a parameter set's proofs keep on one device and what they stream, within the
-//! engine's VRAM budget: one plan, made by the GPU engine ([`GpuEngine::plan`]), asked for
-//! by the prover. Pure arithmetic over the sizes the kernels report, tested without a GPU.
+//! engine's VRAM budget: one plan, made by the GPU engine (`GpuEngine::keep_resident`), asked
+//! for by the prover. Pure arithmetic over the sizes the kernels report, tested without a GPU.
 //!
 //! The budget goes, in this order, to what every proof needs (the MSM workspaces, the NTT's
-//! power tables, and two buffers per curve to stream bases through when some do not fit:
-//! the MSM chunk sets their size: the largest where everything fits, else the largest whose
-//! workspaces take at most a quarter of the budget), to one proof's buffers (a, b, c for the H step, and the L, A, B scalar vectors where
-//! they fit, else those scalars are streamed from host memory with each MSM chunk), to the
-//! bases (h first: its MSM is the full-width one, then l, a, b_g1, b_g2, each as long a
-//! prefix as fits, the rest streamed), and last to more proofs in flight. Constraint
-//! matrices take what is left when they arrive ([`DevicePlan::room`]).
-//!
-//! [`GpuEngine::plan`]: super::GpuEngine::plan
+//! power tables, and two buffers per curve to stream bases through when some do not fit; the
+//! MSM chunk sets their size), to one proof's buffers (the largest of [`ProofBuffers`] that
+//! fit), to the bases (h first: its MSM is the full-width one, then l, a, b_g1, b_g2, each
+//! as long a prefix as fits, the rest streamed), and last to more proofs in flight.
+//! Constraint matrices take what is left when they arrive ([`DevicePlan::room_with`]).
 
 use crate::msm::CHUNK_ALIGN;
 use crate::{Error, Result};
@@ -112,8 +108,6 @@ impl DevicePlan {
             .chunks
             .last()
             .ok_or_else(|| Error::Internal("no MSM chunk size to plan with".into()))?;
-        // The largest chunks where everything fits; else the largest whose workspaces take
-        // a quarter of the budget at most.
         let abc = 3 * footprint.domain_vector;
         let everything = abc + footprint.scalar_vectors + footprint.bases_bytes();
         let stream_bytes = |chunk: &ChunkOption| {
@@ -125,9 +119,10 @@ impl DevicePlan {
         };
         let kept_with_streams =
             |option: &ChunkOption| option.kept + stream_bytes(option).iter().sum::<u64>();
-        // The buckets of the windows are the same at every chunk size: where they alone
-        // take more than the quarter, the largest chunks that leave room for one proof at
-        // its smallest.
+        // The largest chunks where everything fits; else the largest whose workspaces and
+        // stream buffers take a quarter of the budget at most; else (the windows' buckets are
+        // the same at every chunk size and may alone take more) the largest that leave room
+        // for one proof at its smallest.
         let chunk = footprint
             .chunks
             .iter()
@@ -191,20 +186,16 @@ impl DevicePlan {
                 .any(|&set| resident_points[set] < footprint.bases[set].0)
         };
         let streams = [streams(&[0, 1, 2, 3]), streams(&[4])];
-        let mut kept_bytes = kept_streaming;
-        let set_aside = kept_streaming > chunk.kept;
-        for (streamed, bytes) in streams.into_iter().zip([g1_bytes, g2_bytes]) {
-            if !streamed && set_aside {
-                kept_bytes -= bytes;
-                left += bytes;
-            }
-        }
-        let more = 1 + (left / proof_bytes.max(1)) as usize;
-        let resident_bytes = resident_points
+        // Only a curve whose bases stream keeps its stream buffers.
+        let kept_bytes =
+            chunk.kept + u64::from(streams[0]) * g1_bytes + u64::from(streams[1]) * g2_bytes;
+        let resident_bytes: u64 = resident_points
             .iter()
             .zip(&footprint.bases)
             .map(|(&points, &(_, bytes))| points as u64 * bytes)
             .sum();
+        let left = budget - kept_bytes - resident_bytes - proof_bytes;
+        let more = 1 + (left / proof_bytes.max(1)) as usize;
         Ok(DevicePlan {
             budget,
             resident_points,
@@ -218,12 +209,8 @@ impl DevicePlan {
         })
     }
 
-    /// Bytes of the budget nothing in the plan takes (for constraint matrices).
-    pub fn room(&self) -> u64 {
-        self.room_with(self.proofs_in_flight)
-    }
-
-    /// [`room`](Self::room) with `proofs` in flight.
+    /// Bytes of the budget nothing in the plan takes with `proofs` in flight (for
+    /// constraint matrices).
     pub fn room_with(&self, proofs: usize) -> u64 {
         self.budget.saturating_sub(
             self.kept_bytes + self.resident_bytes + self.proof_bytes * proofs as u64,
@@ -329,7 +316,7 @@ mod tests {
         assert_eq!(plan.proof, ProofBuffers::Resident);
         assert_eq!(plan.proofs_in_flight, 2);
         assert_eq!(plan.kept_bytes, f.chunks[0].kept, "the largest chunks");
-        assert!(plan.room() < 130 * GIB);
+        assert!(plan.room_with(plan.proofs_in_flight) < 130 * GIB);
     }
 
     #[test]
