@@ -23,7 +23,7 @@ use wgpu_groth16::groth16::batch::prove_batch_recorded_across;
 use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
 };
-use wgpu_groth16::groth16::engine::{DevicePlan, ProofBuffers};
+use wgpu_groth16::groth16::engine::{DevicePlan, GpuEngine, ProofBuffers};
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{
     CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters, Step,
@@ -362,6 +362,9 @@ fn budget_engine() -> Option<(Arc<ProverEngine>, std::sync::MutexGuard<'static, 
         .clone()
         .map(|engine| {
             let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+            // A test that failed with a budget of its own left it set.
+            let gpu = engine.gpu_engine().expect("a GPU engine");
+            gpu.set_vram_budget(BUDGET);
             (engine, guard)
         })
 }
@@ -399,7 +402,9 @@ fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
     let plan = prover.plan().expect("a plan on the GPU").clone();
     assert!(!plan.all_resident(&footprint), "{plan:?}");
     assert!(plan.streams[0], "{plan:?}");
-    assert_eq!(prover.workers(), plan.proofs_in_flight.min(8));
+    // One worker more where it prepares its proof's scalars on the host meanwhile.
+    let ahead = usize::from(!plan.scalars_on_device());
+    assert_eq!(prover.workers(), (plan.proofs_in_flight + ahead).min(8));
     let circuit = FilecoinLike::new(10, 3).unwrap();
     let (r, s) = (Scalar::random(rng(80)), Scalar::random(rng(81)));
     let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
@@ -411,6 +416,21 @@ fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
     assert!(peak <= BUDGET, "{peak} bytes counted at once");
 }
 
+/// The smallest budget (to a KiB) in which `params`' plan keeps a proof's vectors as `mode`
+/// says.
+fn smallest_budget_planning(
+    gpu: &GpuEngine,
+    params: &Parameters<Bls12>,
+    mode: ProofBuffers,
+) -> u64 {
+    let footprint = gpu.footprint(&params.clone().into()).unwrap();
+    let smallest = footprint.chunks.last().unwrap().kept;
+    (smallest..smallest + 4 * footprint.scalar_vectors + (1 << 20))
+        .step_by(1 << 10)
+        .find(|&budget| DevicePlan::new(&footprint, budget, 1).is_ok_and(|plan| plan.proof == mode))
+        .expect("a budget that plans this way")
+}
+
 /// A proof within the smallest budget whose plan keeps a proof's vectors as `mode` says:
 /// the proof (full synthesis, then a recorded system's) is still bellperson's, on the GPU,
 /// and the pool never counts more than the budget.
@@ -420,12 +440,7 @@ fn proof_within_a_budget_planning(mode: ProofBuffers, seed: u64) {
     };
     let params = params_for(FilecoinLike::blank(10).unwrap(), seed);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let footprint = gpu.footprint(&params.clone().into()).unwrap();
-    let smallest = footprint.chunks.last().unwrap().kept;
-    let budget = (smallest..smallest + 4 * footprint.scalar_vectors + (1 << 20))
-        .step_by(1 << 10)
-        .find(|&budget| DevicePlan::new(&footprint, budget, 1).is_ok_and(|plan| plan.proof == mode))
-        .expect("a budget that plans this way");
+    let budget = smallest_budget_planning(gpu, &params, mode);
     gpu.set_vram_budget(budget);
     gpu.pool().reset_peak();
     let proved = (|| {
@@ -449,7 +464,6 @@ fn proof_within_a_budget_planning(mode: ProofBuffers, seed: u64) {
         Ok::<_, Error>((expected, full, proof_bytes(&recorded[0])))
     })();
     let peak = gpu.pool().stats().peak_bytes;
-    gpu.set_vram_budget(BUDGET);
     let (expected, full, recorded) = proved.unwrap();
     assert_eq!(full, expected, "full synthesis");
     assert_eq!(recorded, expected, "recorded system");
@@ -471,27 +485,29 @@ fn the_h_step_in_parts_gives_bellpersons_proof_within_the_budget() {
 }
 
 /// Two batches at once on one device whose plan holds one proof's buffers (as two daemon
-/// lanes share a GPU): every proof waits for the device's one proof slot, none fails over
-/// to the CPU, and the pool never counts more than the budget.
-#[test]
-fn concurrent_batches_share_the_plans_proofs_in_flight() {
+/// lanes share a GPU), within `budget` (`None`: [`BUDGET`]), its plan keeping a proof's
+/// vectors as `mode` says: every proof waits for the device's one proof slot, none fails
+/// over to the CPU, and the pool never counts more than the budget.
+fn concurrent_batches_share_one_proof_slot(mode: ProofBuffers) {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
     let params = params_for(FilecoinLike::blank(10).unwrap(), 21);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    gpu.set_vram_budget(BUDGET);
+    let budget = match mode {
+        ProofBuffers::Resident => BUDGET,
+        mode => smallest_budget_planning(gpu, &params, mode),
+    };
+    gpu.set_vram_budget(budget);
     gpu.pool().reset_peak();
     let timeline = Arc::new(Timeline::new());
     let prover = Prover::with_engine(&params, engine.clone())
         .unwrap()
         .with_workers(3)
         .with_timeline(timeline.clone());
-    assert_eq!(
-        prover.plan().unwrap().proofs_in_flight,
-        1,
-        "the test needs one slot"
-    );
+    let plan = prover.plan().unwrap().clone();
+    assert_eq!(plan.proof, mode, "{plan:?}");
+    assert_eq!(plan.proofs_in_flight, 1, "the test needs one slot");
     let batch = |first: u64| {
         let circuits: Vec<_> = (first..first + 3)
             .map(|seed| FilecoinLike::new(10, seed).unwrap())
@@ -516,17 +532,26 @@ fn concurrent_batches_share_the_plans_proofs_in_flight() {
     });
     assert!(!engine.gpu_failed(), "proved on the GPU");
     let peak = gpu.pool().stats().peak_bytes;
-    assert!(peak <= BUDGET, "{peak} bytes counted at once");
-    // From its staging to its last MSM a proof holds its buffers: never two at once.
-    let mut events: Vec<(std::time::Duration, i32)> = timeline
-        .spans()
-        .into_iter()
-        .filter_map(|span| match span.name.as_str() {
-            name if name == Step::Staging.label() => Some((span.start, 1)),
-            name if name == Step::MsmBG2.label() => Some((span.end, -1)),
-            _ => None,
-        })
-        .collect();
+    assert!(
+        peak <= budget,
+        "{peak} bytes counted at once, budget {budget}"
+    );
+    // From its staging (or, where its scalars stay on the host, its H step) to its last
+    // MSM a proof holds its buffers: never two at once. A lane proves one proof at a time.
+    let mut spans = timeline.spans();
+    spans.sort_by_key(|span| span.start);
+    let mut holding = std::collections::HashSet::new();
+    let mut events: Vec<(std::time::Duration, i32)> = Vec::new();
+    for span in spans {
+        let name = span.name.as_str();
+        if name == Step::Staging.label() || name == Step::HStep.label() {
+            if holding.insert(span.lane.clone()) {
+                events.push((span.start, 1));
+            }
+        } else if name == Step::MsmBG2.label() && holding.remove(&span.lane) {
+            events.push((span.end, -1));
+        }
+    }
     assert_eq!(events.len(), 12, "six proofs");
     events.sort_by_key(|&(at, change)| (at, change));
     let most = events
@@ -537,6 +562,17 @@ fn concurrent_batches_share_the_plans_proofs_in_flight() {
         })
         .max();
     assert_eq!(most, Some(1), "proofs holding buffers at once");
+}
+
+#[test]
+fn concurrent_batches_share_one_proof_slot_with_scalars_on_the_device() {
+    concurrent_batches_share_one_proof_slot(ProofBuffers::Resident);
+}
+
+/// Here a second worker prepares its proof's scalars on the host while the first proves.
+#[test]
+fn concurrent_batches_share_one_proof_slot_with_scalars_on_the_host() {
+    concurrent_batches_share_one_proof_slot(ProofBuffers::ScalarsStreamed);
 }
 
 #[test]

@@ -228,20 +228,30 @@ impl Prover {
         self
     }
 
-    /// Proofs in flight at once: the workers asked for, fewer if the engine's plan holds
-    /// fewer.
+    /// Workers of a batch on this device: the workers asked for, fewer if the engine's plan
+    /// holds fewer proofs in flight. Where the plan keeps a proof's scalars in host memory,
+    /// one worker more than its proofs in flight: that worker prepares its proof's scalars on
+    /// the host (products, A and B selection) while the others' proofs hold the device.
     pub fn workers(&self) -> usize {
         match self.plan() {
-            Some(plan) if plan.proofs_in_flight < self.workers => {
-                log::info!(
-                    "{} workers asked for, {} fit the VRAM budget of {} bytes",
-                    self.workers,
-                    plan.proofs_in_flight,
-                    plan.budget
-                );
-                plan.proofs_in_flight
+            Some(plan) => {
+                let ahead = usize::from(!plan.scalars_on_device());
+                let fit = plan.proofs_in_flight + ahead;
+                if fit < self.workers {
+                    log::info!(
+                        "{} workers asked for, {} proof(s) in flight fit the VRAM budget of {} \
+                         bytes ({} preparing on the host)",
+                        self.workers,
+                        plan.proofs_in_flight,
+                        plan.budget,
+                        ahead
+                    );
+                    fit
+                } else {
+                    self.workers
+                }
             }
-            _ => self.workers,
+            None => self.workers,
         }
     }
 
@@ -256,7 +266,7 @@ impl Prover {
     pub fn plan_line(&self) -> Option<String> {
         let resident = self.params.get().ok()?.resident.as_ref()?;
         let plan = DevicePlan {
-            proofs_in_flight: self.workers(),
+            proofs_in_flight: self.workers.min(resident.plan.proofs_in_flight),
             ..resident.plan.clone()
         };
         Some(plan.describe(&resident.footprint))
@@ -399,7 +409,8 @@ impl Prover {
     /// Staging: a, b, c and the L scalars go where the engine computes; on a GPU uploads
     /// never wait on another worker's submissions (gpu/transfer.rs), so this runs while the
     /// previous proof computes. Compute: the H step and the five MSMs, no other proof's
-    /// kernels in between; a worker waits only on its own submissions.
+    /// kernels in between; a worker waits only on its own submissions. Where the plan keeps
+    /// the scalars in host memory, [`Self::host_scalar_steps`] instead.
     ///
     /// The A and B scalars are gathered on the device, where the engine does so, as a step
     /// of the compute stage before the H step (each step waits on its own kernels, so its
@@ -420,37 +431,29 @@ impl Prover {
             c,
             input_assignment: inputs,
             aux_assignment: aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
             ..
         } = assignment;
         let loaded = self.params.get()?;
-        let (params, resident) = (&loaded.params, loaded.resident.as_ref());
+        let resident = loaded.resident.as_ref();
+        if let Some(plan) = resident.map(|r| &r.plan) {
+            if !plan.scalars_on_device() {
+                return self.host_scalar_steps(engine, assignment, plan.h_in_parts(), lane, report);
+            }
+        }
         // Before the proof's first buffer: the device holds as many proofs as its plan.
         let _slot = engine.proof_slot();
 
         // A proof's vectors live to its end, and go back to the pool together. Products left
         // to the proof are computed in its compute stage, from the aux values staged for L.
-        // Where the plan has no room for the scalar vectors, the L, A and B scalars stay in
-        // host memory and stream with their MSMs' chunks.
         let deferred = assignment.deferred_products.as_ref();
-        let scalars_on_device = resident.is_none_or(|r| r.plan.scalars_on_device());
-        let h_in_parts = resident.is_some_and(|r| r.plan.h_in_parts());
         let (abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
-                let abc = match (deferred, h_in_parts) {
-                    (Some(_), _) => None,
-                    // The H step moves them to the device one at a time.
-                    (None, true) => Some([a, b, c].map(|v| engine.vector(v))),
-                    (None, false) => Some(engine.h_inputs(a, b, c)?),
+                let abc = match deferred {
+                    Some(_) => None,
+                    None => Some(engine.h_inputs(a, b, c)?),
                 };
-                let l_scalars = match scalars_on_device {
-                    true => engine.upload(aux)?,
-                    false => engine.vector(aux),
-                };
-                Ok((abc, l_scalars))
+                Ok((abc, engine.upload(aux)?))
             })?
         };
         let device_matrices = deferred.and_then(|m| self.device_matrices(m));
@@ -463,18 +466,8 @@ impl Prover {
             None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
         };
         let mut h_and_l = |report: &mut ProveReport| -> Result<_> {
-            self.step(lane, Step::HStep, report, || {
-                engine.h_step(&mut abc, h_in_parts)
-            })?;
-            let msm_h = self.step(lane, Step::MsmH, report, || {
-                let bases = engine.bases(&params.h, resident.map(|r| &r.h));
-                engine.msm::<G1>(&bases, &abc[0], params.h.len())
-            })?;
-            let msm_l = self.step(lane, Step::MsmL, report, || {
-                let bases = engine.bases(&params.l, resident.map(|r| &r.l));
-                engine.msm::<G1>(&bases, &l_scalars, aux.len())
-            })?;
-            Ok((msm_h, msm_l))
+            self.step(lane, Step::HStep, report, || engine.h_step(&mut abc, false))?;
+            self.msm_h_l(engine, &abc[0], &l_scalars, aux.len(), lane, report)
         };
         let select = || engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars);
         let (h_and_l, selected) = if engine.selects_on_device(device_matrices.as_deref()) {
@@ -505,22 +498,7 @@ impl Prover {
             (h_and_l, selected)
         };
         let (h, l) = h_and_l?;
-        let [a_scalars, b_scalars] = selected?;
-
-        let a_len = inputs.len() + a_aux_density.total();
-        let b_len = b_input_density.total() + b_aux_density.total();
-        let a = self.step(lane, Step::MsmA, report, || {
-            let bases = engine.bases(&params.a, resident.map(|r| &r.a));
-            engine.msm::<G1>(&bases, &a_scalars, a_len)
-        })?;
-        let b_g1 = self.step(lane, Step::MsmBG1, report, || {
-            let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
-            engine.msm::<G1>(&bases, &b_scalars, b_len)
-        })?;
-        let b_g2 = self.step(lane, Step::MsmBG2, report, || {
-            let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
-            engine.msm::<G2>(&bases, &b_scalars, b_len)
-        })?;
+        let (a, b_g1, b_g2) = self.msm_a_b(engine, assignment, &selected?, lane, report)?;
         Ok(MsmResults {
             h,
             l,
@@ -528,6 +506,108 @@ impl Prover {
             b_g1,
             b_g2,
         })
+    }
+
+    /// A proof whose plan keeps its scalars in host memory (a budget too small for them on
+    /// the device): its products, where left to it, and its A and B scalars are computed on
+    /// the host before it enters the compute stage, so that they run while another proof
+    /// holds the device (`workers` counts one more for this); then the H step
+    /// (`in_parts`: one of a, b, c on the device at a time) and the MSMs, which stream the
+    /// scalars from the host with their bases' chunks.
+    fn host_scalar_steps<E: Engine>(
+        &self,
+        engine: &E,
+        assignment: &ProvingAssignment,
+        in_parts: bool,
+        lane: &str,
+        report: &mut ProveReport,
+    ) -> Result<MsmResults> {
+        let ProvingAssignment {
+            a,
+            b,
+            c,
+            input_assignment: inputs,
+            aux_assignment: aux,
+            ..
+        } = assignment;
+        let host_lane = format!("{lane} CPU");
+        let aux_values = engine.vector(aux);
+        let mut abc = match assignment.deferred_products.as_ref() {
+            Some(system) => self.step(&host_lane, Step::Products, report, || {
+                engine.products(system, None, inputs, aux, &aux_values)
+            })?,
+            None => [a, b, c].map(|v| engine.vector(v)),
+        };
+        let selected = self.step(&host_lane, Step::ScalarSelection, report, || {
+            engine.select_ab(assignment, None, &aux_values)
+        })?;
+
+        // Its first buffer is the H step's: inside the compute stage, whose lock holds one
+        // proof at a time (so no proof slot is taken).
+        let _compute = engine.enter(Stage::Compute);
+        self.step(lane, Step::HStep, report, || {
+            engine.h_step(&mut abc, in_parts)
+        })?;
+        let (h, l) = self.msm_h_l(engine, &abc[0], &aux_values, aux.len(), lane, report)?;
+        let (a, b_g1, b_g2) = self.msm_a_b(engine, assignment, &selected, lane, report)?;
+        Ok(MsmResults {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
+    }
+
+    /// The H and L MSMs: over the H step's coefficients and the aux values.
+    fn msm_h_l<E: Engine>(
+        &self,
+        engine: &E,
+        h_scalars: &E::Vector<'_>,
+        l_scalars: &E::Vector<'_>,
+        aux_len: usize,
+        lane: &str,
+        report: &mut ProveReport,
+    ) -> Result<(G1Projective, G1Projective)> {
+        let loaded = self.params.get()?;
+        let (params, resident) = (&loaded.params, loaded.resident.as_ref());
+        let h = self.step(lane, Step::MsmH, report, || {
+            let bases = engine.bases(&params.h, resident.map(|r| &r.h));
+            engine.msm::<G1>(&bases, h_scalars, params.h.len())
+        })?;
+        let l = self.step(lane, Step::MsmL, report, || {
+            let bases = engine.bases(&params.l, resident.map(|r| &r.l));
+            engine.msm::<G1>(&bases, l_scalars, aux_len)
+        })?;
+        Ok((h, l))
+    }
+
+    /// The A, B G1 and B G2 MSMs over the selected (or gathered) A and B scalars.
+    fn msm_a_b<E: Engine>(
+        &self,
+        engine: &E,
+        assignment: &ProvingAssignment,
+        [a_scalars, b_scalars]: &[E::Vector<'_>; 2],
+        lane: &str,
+        report: &mut ProveReport,
+    ) -> Result<(G1Projective, G1Projective, G2Projective)> {
+        let loaded = self.params.get()?;
+        let (params, resident) = (&loaded.params, loaded.resident.as_ref());
+        let a_len = assignment.input_assignment.len() + assignment.a_aux_density.total();
+        let b_len = assignment.b_input_density.total() + assignment.b_aux_density.total();
+        let a = self.step(lane, Step::MsmA, report, || {
+            let bases = engine.bases(&params.a, resident.map(|r| &r.a));
+            engine.msm::<G1>(&bases, a_scalars, a_len)
+        })?;
+        let b_g1 = self.step(lane, Step::MsmBG1, report, || {
+            let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
+            engine.msm::<G1>(&bases, b_scalars, b_len)
+        })?;
+        let b_g2 = self.step(lane, Step::MsmBG2, report, || {
+            let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
+            engine.msm::<G2>(&bases, b_scalars, b_len)
+        })?;
+        Ok((a, b_g1, b_g2))
     }
 }
 

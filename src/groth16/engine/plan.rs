@@ -267,9 +267,11 @@ impl DevicePlan {
         let scalars = match self.proof {
             ProofBuffers::Resident => "a, b, c and the scalars on the device",
             ProofBuffers::ScalarsStreamed => {
-                "a, b, c on the device, scalars streamed from the host"
+                "a, b, c on the device, scalars prepared on the host a proof ahead and streamed"
             }
-            ProofBuffers::HInParts => "the H step in parts, scalars streamed from the host",
+            ProofBuffers::HInParts => {
+                "the H step in parts, scalars prepared on the host a proof ahead and streamed"
+            }
         };
         format!(
             "{bases}, {scalars}, MSM chunks of {} G1 and {} G2 points, {} proof(s) in flight, {}",
