@@ -532,7 +532,7 @@ impl Prover {
         } = assignment;
         let host_lane = format!("{lane} CPU");
         let aux_values = engine.vector(aux);
-        let mut abc = match assignment.deferred_products.as_ref() {
+        let abc = match assignment.deferred_products.as_ref() {
             Some(system) => self.step(&host_lane, Step::Products, report, || {
                 engine.products(system, None, inputs, aux, &aux_values)
             })?,
@@ -542,9 +542,12 @@ impl Prover {
             engine.select_ab(assignment, None, &aux_values)
         })?;
 
-        // Its first buffer is the H step's: inside the compute stage, whose lock holds one
-        // proof at a time (so no proof slot is taken).
+        // Its first buffer is the H step's, inside the compute stage, whose lock holds one
+        // proof at a time; its vectors are moved in after the lock, so that they go back to
+        // the pool before the next proof enters (at 24 GiB and 2^27, a, b, c still held
+        // after the lock made the next proof's H step overrun the budget).
         let _compute = engine.enter(Stage::Compute);
+        let (mut abc, selected) = (abc, selected);
         self.step(lane, Step::HStep, report, || {
             engine.h_step(&mut abc, in_parts)
         })?;
