@@ -402,10 +402,16 @@ fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
     let plan = prover.plan().expect("a plan on the GPU").clone();
     assert!(!plan.all_resident(&footprint), "{plan:?}");
     assert!(plan.streams[0], "{plan:?}");
-    // One worker more where it prepares its proof's scalars on the host meanwhile.
-    let ahead = usize::from(!plan.scalars_on_device());
-    assert_eq!(prover.workers(), (plan.proofs_in_flight + ahead).min(8));
+    assert!(plan.scalars_on_device(), "{plan:?}");
+    assert_eq!(prover.workers(), plan.proofs_in_flight.min(8));
     let circuit = FilecoinLike::new(10, 3).unwrap();
+    let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
+    let witness = system.witness_assignment(circuit.clone()).unwrap();
+    assert_eq!(
+        prover.prepared_host_bytes(&witness),
+        0,
+        "products on the device"
+    );
     let (r, s) = (Scalar::random(rng(80)), Scalar::random(rng(81)));
     let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
     assert_eq!(
@@ -452,6 +458,13 @@ fn proof_within_a_budget_planning(mode: ProofBuffers, seed: u64) {
         let expected = proof_bytes(&create_proof(circuit.clone(), &params, r, s).unwrap());
         let full = proof_bytes(&prover.prove(circuit.clone(), r, s)?);
         let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap())?);
+        // The batch counts the a, b, c its proofs compute on the host ahead of their slot.
+        let witness = system.witness_assignment(circuit.clone())?;
+        assert_eq!(
+            prover.prepared_host_bytes(&witness),
+            3 * 32 * system.rows() as u64,
+            "products on the host"
+        );
         let never = CancelToken::new();
         let (recorded, _) = prove_batch_recorded_across(
             std::slice::from_ref(&prover),
@@ -508,6 +521,7 @@ fn concurrent_batches_share_one_proof_slot(mode: ProofBuffers) {
     let plan = prover.plan().unwrap().clone();
     assert_eq!(plan.proof, mode, "{plan:?}");
     assert_eq!(plan.proofs_in_flight, 1, "the test needs one slot");
+    let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
     let batch = |first: u64| {
         let circuits: Vec<_> = (first..first + 3)
             .map(|seed| FilecoinLike::new(10, seed).unwrap())
@@ -523,7 +537,17 @@ fn concurrent_batches_share_one_proof_slot(mode: ProofBuffers) {
             .iter()
             .map(proof_bytes)
             .collect::<Vec<_>>();
-        let ours = prover.prove_batch(circuits, &rs, &ss).unwrap();
+        // With the scalars on the host, the recorded path: products a proof ahead.
+        let ours = match mode {
+            ProofBuffers::Resident => prover.prove_batch(circuits, &rs, &ss).unwrap(),
+            _ => {
+                let never = CancelToken::new();
+                let batch = std::slice::from_ref(&prover);
+                prove_batch_recorded_across(batch, circuits, &system, &rs, &ss, &never)
+                    .unwrap()
+                    .0
+            }
+        };
         assert_eq!(ours.iter().map(proof_bytes).collect::<Vec<_>>(), expected);
     };
     std::thread::scope(|scope| {

@@ -230,8 +230,8 @@ impl Prover {
 
     /// Workers of a batch on this device: the workers asked for, fewer if the engine's plan
     /// holds fewer proofs in flight. Where the plan keeps a proof's scalars in host memory,
-    /// one worker more than its proofs in flight: that worker prepares its proof's scalars on
-    /// the host (products, A and B selection) while the others' proofs hold the device.
+    /// one worker more than its proofs in flight: that worker computes its proof's products
+    /// on the host while the others' proofs hold the device.
     pub fn workers(&self) -> usize {
         match self.plan() {
             Some(plan) => {
@@ -240,7 +240,7 @@ impl Prover {
                 if fit < self.workers {
                     log::info!(
                         "{} workers asked for, {} proof(s) in flight fit the VRAM budget of {} \
-                         bytes ({} preparing on the host)",
+                         bytes ({} computing products on the host meanwhile)",
                         self.workers,
                         plan.proofs_in_flight,
                         plan.budget,
@@ -252,6 +252,23 @@ impl Prover {
                 }
             }
             None => self.workers,
+        }
+    }
+
+    /// Host bytes a proof of `assignment` holds beyond its assignment before it takes its
+    /// device slot: a, b, c, where the plan has its products computed on the host ahead of
+    /// it ([`Self::workers`]). A batch counts them against its host budget. Zero while the
+    /// parameters are still loading (the plan is not known yet; this does not wait).
+    pub fn prepared_host_bytes(&self, assignment: &ProvingAssignment) -> u64 {
+        let plan = match self.params.ready.get() {
+            Some(Ok(loaded)) => loaded.resident.as_ref().map(|r| &r.plan),
+            _ => None,
+        };
+        match (&assignment.deferred_products, plan) {
+            (Some(system), Some(plan)) if !plan.scalars_on_device() => {
+                3 * (system.rows() * std::mem::size_of::<Scalar>()) as u64
+            }
+            _ => 0,
         }
     }
 
@@ -409,8 +426,12 @@ impl Prover {
     /// Staging: a, b, c and the L scalars go where the engine computes; on a GPU uploads
     /// never wait on another worker's submissions (gpu/transfer.rs), so this runs while the
     /// previous proof computes. Compute: the H step and the five MSMs, no other proof's
-    /// kernels in between; a worker waits only on its own submissions. Where the plan keeps
-    /// the scalars in host memory, [`Self::host_scalar_steps`] instead.
+    /// kernels in between; a worker waits only on its own submissions.
+    ///
+    /// Where the plan keeps the scalars in host memory, products left to the proof are
+    /// computed on the host before the proof takes its slot, while another proof holds the
+    /// device ([`Self::workers`] counts one worker more for this; the batch counts their
+    /// bytes against its host budget, [`Self::prepared_host_bytes`]).
     ///
     /// The A and B scalars are gathered on the device, where the engine does so, as a step
     /// of the compute stage before the H step (each step waits on its own kernels, so its
@@ -434,39 +455,60 @@ impl Prover {
             ..
         } = assignment;
         let loaded = self.params.get()?;
-        let resident = loaded.resident.as_ref();
-        if let Some(plan) = resident.map(|r| &r.plan) {
-            if !plan.scalars_on_device() {
-                return self.host_scalar_steps(engine, assignment, plan.h_in_parts(), lane, report);
+        let plan = loaded.resident.as_ref().map(|r| &r.plan);
+        let scalars_on_device = plan.is_none_or(DevicePlan::scalars_on_device);
+        let h_in_parts = plan.is_some_and(DevicePlan::h_in_parts);
+        let deferred = assignment.deferred_products.as_ref();
+        let cpu_lane = format!("{lane} CPU");
+        let products_ahead = match deferred {
+            Some(system) if !scalars_on_device => {
+                Some(self.step(&cpu_lane, Step::Products, report, || {
+                    engine.products(system, None, inputs, aux, &engine.vector(aux))
+                })?)
             }
-        }
+            _ => None,
+        };
         // Before the proof's first buffer: the device holds as many proofs as its plan.
         let _slot = engine.proof_slot();
 
         // A proof's vectors live to its end, and go back to the pool together. Products left
         // to the proof are computed in its compute stage, from the aux values staged for L.
-        let deferred = assignment.deferred_products.as_ref();
+        // Where the plan has no room for the scalar vectors, the L, A and B scalars stay in
+        // host memory and stream with their MSMs' chunks.
         let (abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
-                let abc = match deferred {
-                    Some(_) => None,
-                    None => Some(engine.h_inputs(a, b, c)?),
+                let abc = match (products_ahead, deferred, h_in_parts) {
+                    (Some(products), _, _) => Some(products),
+                    (None, Some(_), _) => None,
+                    // The H step moves them to the device one at a time.
+                    (None, None, true) => Some([a, b, c].map(|v| engine.vector(v))),
+                    (None, None, false) => Some(engine.h_inputs(a, b, c)?),
                 };
-                Ok((abc, engine.upload(aux)?))
+                let l_scalars = match scalars_on_device {
+                    true => engine.upload(aux)?,
+                    false => engine.vector(aux),
+                };
+                Ok((abc, l_scalars))
             })?
         };
-        let device_matrices = deferred.and_then(|m| self.device_matrices(m));
+        let device_matrices = match (deferred, &abc) {
+            (Some(system), None) => self.device_matrices(system),
+            _ => None,
+        };
 
         let _compute = engine.enter(Stage::Compute);
-        let mut abc = match deferred {
-            Some(system) => self.step(lane, Step::Products, report, || {
+        let mut abc = match (abc, deferred) {
+            (Some(abc), _) => abc,
+            (None, Some(system)) => self.step(lane, Step::Products, report, || {
                 engine.products(system, device_matrices.as_deref(), inputs, aux, &l_scalars)
             })?,
-            None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
+            (None, None) => return Err(Error::Internal("a, b, c were not staged".into())),
         };
         let mut h_and_l = |report: &mut ProveReport| -> Result<_> {
-            self.step(lane, Step::HStep, report, || engine.h_step(&mut abc, false))?;
+            self.step(lane, Step::HStep, report, || {
+                engine.h_step(&mut abc, h_in_parts)
+            })?;
             self.msm_h_l(engine, &abc[0], &l_scalars, aux.len(), lane, report)
         };
         let select = || engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars);
@@ -481,7 +523,6 @@ impl Prover {
             // and blocked it on bellperson's thread pool, whose tasks (a bellperson MSM)
             // waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two tests at
             // once on 2 cores).
-            let cpu_lane = format!("{lane} CPU");
             let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
                 let selection = scope.spawn(|| {
                     let start = Instant::now();
@@ -499,60 +540,6 @@ impl Prover {
         };
         let (h, l) = h_and_l?;
         let (a, b_g1, b_g2) = self.msm_a_b(engine, assignment, &selected?, lane, report)?;
-        Ok(MsmResults {
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
-        })
-    }
-
-    /// A proof whose plan keeps its scalars in host memory (a budget too small for them on
-    /// the device): its products, where left to it, and its A and B scalars are computed on
-    /// the host before it enters the compute stage, so that they run while another proof
-    /// holds the device (`workers` counts one more for this); then the H step
-    /// (`in_parts`: one of a, b, c on the device at a time) and the MSMs, which stream the
-    /// scalars from the host with their bases' chunks.
-    fn host_scalar_steps<E: Engine>(
-        &self,
-        engine: &E,
-        assignment: &ProvingAssignment,
-        in_parts: bool,
-        lane: &str,
-        report: &mut ProveReport,
-    ) -> Result<MsmResults> {
-        let ProvingAssignment {
-            a,
-            b,
-            c,
-            input_assignment: inputs,
-            aux_assignment: aux,
-            ..
-        } = assignment;
-        let host_lane = format!("{lane} CPU");
-        let aux_values = engine.vector(aux);
-        let abc = match assignment.deferred_products.as_ref() {
-            Some(system) => self.step(&host_lane, Step::Products, report, || {
-                engine.products(system, None, inputs, aux, &aux_values)
-            })?,
-            None => [a, b, c].map(|v| engine.vector(v)),
-        };
-        let selected = self.step(&host_lane, Step::ScalarSelection, report, || {
-            engine.select_ab(assignment, None, &aux_values)
-        })?;
-
-        // Its first buffer is the H step's, inside the compute stage, whose lock holds one
-        // proof at a time; its vectors are moved in after the lock, so that they go back to
-        // the pool before the next proof enters (at 24 GiB and 2^27, a, b, c still held
-        // after the lock made the next proof's H step overrun the budget).
-        let _compute = engine.enter(Stage::Compute);
-        let (mut abc, selected) = (abc, selected);
-        self.step(lane, Step::HStep, report, || {
-            engine.h_step(&mut abc, in_parts)
-        })?;
-        let (h, l) = self.msm_h_l(engine, &abc[0], &aux_values, aux.len(), lane, report)?;
-        let (a, b_g1, b_g2) = self.msm_a_b(engine, assignment, &selected, lane, report)?;
         Ok(MsmResults {
             h,
             l,

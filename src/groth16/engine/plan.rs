@@ -267,10 +267,12 @@ impl DevicePlan {
         let scalars = match self.proof {
             ProofBuffers::Resident => "a, b, c and the scalars on the device",
             ProofBuffers::ScalarsStreamed => {
-                "a, b, c on the device, scalars prepared on the host a proof ahead and streamed"
+                "a, b, c on the device, scalars streamed from the host (products there, a proof \
+                 ahead)"
             }
             ProofBuffers::HInParts => {
-                "the H step in parts, scalars prepared on the host a proof ahead and streamed"
+                "the H step in parts, scalars streamed from the host (products there, a proof \
+                 ahead)"
             }
         };
         format!(
