@@ -108,3 +108,23 @@ fn reservations_count_against_the_budget_until_dropped() {
     drop((workspace, second));
     assert_eq!(pool.stats().allocated_bytes, 0);
 }
+
+#[test]
+fn a_new_budget_drops_the_free_buffers() {
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    let pool = BufferPool::new(gpu, 8 * MIB);
+    let _held = pool.take("held", MIB).unwrap();
+    let finished = pool.take("finished", 2 * MIB).unwrap();
+    let mut encoder = gpu.device.create_command_encoder(&Default::default());
+    encoder.clear_buffer(&finished, 0, None);
+    let fence = gpu.submit([encoder.finish()]);
+    pool.give_back(finished, Some(fence.clone()));
+    pool.give_back(pool.take("free", 3 * MIB).unwrap(), None);
+    gpu.wait_for(fence).unwrap();
+    pool.set_budget(2 * MIB);
+    let stats = pool.stats();
+    assert_eq!(stats.allocated_bytes, MIB, "only what is held: {stats:?}");
+    assert_eq!((stats.free, stats.in_flight), (0, 0));
+}

@@ -87,10 +87,18 @@ impl BufferPool {
         self.lock().budget
     }
 
-    /// Sets the budget to `bytes`: a lower one holds from the next buffer taken on (what
-    /// is held already stays until given back).
+    /// Sets the budget to `bytes`. Free buffers (finished ones included) are dropped now:
+    /// kept, they stayed allocated past a lower budget (at 12 GiB after a 16 GiB batch on
+    /// the H200, 13,430 MiB counted and 17,507 MiB in use). What is held stays until given
+    /// back.
     pub fn set_budget(&self, bytes: u64) {
-        self.lock().budget = bytes;
+        let mut state = self.lock();
+        let _ = self.collect_finished(&mut state);
+        for buffer in std::mem::take(&mut state.free) {
+            state.allocated -= buffer.size();
+            buffer.destroy();
+        }
+        state.budget = bytes;
     }
 
     /// When the driver refused memory the budget allowed: drops the free buffers and lowers

@@ -228,47 +228,20 @@ impl Prover {
         self
     }
 
-    /// Workers of a batch on this device: the workers asked for, fewer if the engine's plan
-    /// holds fewer proofs in flight. Where the plan keeps a proof's scalars in host memory,
-    /// one worker more than its proofs in flight: that worker computes its proof's products
-    /// on the host while the others' proofs hold the device.
+    /// Proofs in flight at once: the workers asked for, fewer if the engine's plan holds
+    /// fewer.
     pub fn workers(&self) -> usize {
         match self.plan() {
-            Some(plan) => {
-                let ahead = usize::from(!plan.scalars_on_device());
-                let fit = plan.proofs_in_flight + ahead;
-                if fit < self.workers {
-                    log::info!(
-                        "{} workers asked for, {} proof(s) in flight fit the VRAM budget of {} \
-                         bytes ({} computing products on the host meanwhile)",
-                        self.workers,
-                        plan.proofs_in_flight,
-                        plan.budget,
-                        ahead
-                    );
-                    fit
-                } else {
-                    self.workers
-                }
+            Some(plan) if plan.proofs_in_flight < self.workers => {
+                log::info!(
+                    "{} workers asked for, {} fit the VRAM budget of {} bytes",
+                    self.workers,
+                    plan.proofs_in_flight,
+                    plan.budget
+                );
+                plan.proofs_in_flight
             }
-            None => self.workers,
-        }
-    }
-
-    /// Host bytes a proof of `assignment` holds beyond its assignment before it takes its
-    /// device slot: a, b, c, where the plan has its products computed on the host ahead of
-    /// it ([`Self::workers`]). A batch counts them against its host budget. Zero while the
-    /// parameters are still loading (the plan is not known yet; this does not wait).
-    pub fn prepared_host_bytes(&self, assignment: &ProvingAssignment) -> u64 {
-        let plan = match self.params.ready.get() {
-            Some(Ok(loaded)) => loaded.resident.as_ref().map(|r| &r.plan),
-            _ => None,
-        };
-        match (&assignment.deferred_products, plan) {
-            (Some(system), Some(plan)) if !plan.scalars_on_device() => {
-                3 * (system.rows() * std::mem::size_of::<Scalar>()) as u64
-            }
-            _ => 0,
+            _ => self.workers,
         }
     }
 
@@ -283,7 +256,7 @@ impl Prover {
     pub fn plan_line(&self) -> Option<String> {
         let resident = self.params.get().ok()?.resident.as_ref()?;
         let plan = DevicePlan {
-            proofs_in_flight: self.workers.min(resident.plan.proofs_in_flight),
+            proofs_in_flight: self.workers(),
             ..resident.plan.clone()
         };
         Some(plan.describe(&resident.footprint))
@@ -428,11 +401,6 @@ impl Prover {
     /// previous proof computes. Compute: the H step and the five MSMs, no other proof's
     /// kernels in between; a worker waits only on its own submissions.
     ///
-    /// Where the plan keeps the scalars in host memory, products left to the proof are
-    /// computed on the host before the proof takes its slot, while another proof holds the
-    /// device ([`Self::workers`] counts one worker more for this; the batch counts their
-    /// bytes against its host budget, [`Self::prepared_host_bytes`]).
-    ///
     /// The A and B scalars are gathered on the device, where the engine does so, as a step
     /// of the compute stage before the H step (each step waits on its own kernels, so its
     /// time is its own work). Selected on the host, they are selected (and uploaded) during
@@ -452,22 +420,13 @@ impl Prover {
             c,
             input_assignment: inputs,
             aux_assignment: aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
             ..
         } = assignment;
         let loaded = self.params.get()?;
-        let plan = loaded.resident.as_ref().map(|r| &r.plan);
-        let scalars_on_device = plan.is_none_or(DevicePlan::scalars_on_device);
-        let h_in_parts = plan.is_some_and(DevicePlan::h_in_parts);
-        let deferred = assignment.deferred_products.as_ref();
-        let cpu_lane = format!("{lane} CPU");
-        let products_ahead = match deferred {
-            Some(system) if !scalars_on_device => {
-                Some(self.step(&cpu_lane, Step::Products, report, || {
-                    engine.products(system, None, inputs, aux, &engine.vector(aux))
-                })?)
-            }
-            _ => None,
-        };
+        let (params, resident) = (&loaded.params, loaded.resident.as_ref());
         // Before the proof's first buffer: the device holds as many proofs as its plan.
         let _slot = engine.proof_slot();
 
@@ -475,15 +434,17 @@ impl Prover {
         // to the proof are computed in its compute stage, from the aux values staged for L.
         // Where the plan has no room for the scalar vectors, the L, A and B scalars stay in
         // host memory and stream with their MSMs' chunks.
+        let deferred = assignment.deferred_products.as_ref();
+        let scalars_on_device = resident.is_none_or(|r| r.plan.scalars_on_device());
+        let h_in_parts = resident.is_some_and(|r| r.plan.h_in_parts());
         let (abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
-                let abc = match (products_ahead, deferred, h_in_parts) {
-                    (Some(products), _, _) => Some(products),
-                    (None, Some(_), _) => None,
+                let abc = match (deferred, h_in_parts) {
+                    (Some(_), _) => None,
                     // The H step moves them to the device one at a time.
-                    (None, None, true) => Some([a, b, c].map(|v| engine.vector(v))),
-                    (None, None, false) => Some(engine.h_inputs(a, b, c)?),
+                    (None, true) => Some([a, b, c].map(|v| engine.vector(v))),
+                    (None, false) => Some(engine.h_inputs(a, b, c)?),
                 };
                 let l_scalars = match scalars_on_device {
                     true => engine.upload(aux)?,
@@ -492,24 +453,28 @@ impl Prover {
                 Ok((abc, l_scalars))
             })?
         };
-        let device_matrices = match (deferred, &abc) {
-            (Some(system), None) => self.device_matrices(system),
-            _ => None,
-        };
+        let device_matrices = deferred.and_then(|m| self.device_matrices(m));
 
         let _compute = engine.enter(Stage::Compute);
-        let mut abc = match (abc, deferred) {
-            (Some(abc), _) => abc,
-            (None, Some(system)) => self.step(lane, Step::Products, report, || {
+        let mut abc = match deferred {
+            Some(system) => self.step(lane, Step::Products, report, || {
                 engine.products(system, device_matrices.as_deref(), inputs, aux, &l_scalars)
             })?,
-            (None, None) => return Err(Error::Internal("a, b, c were not staged".into())),
+            None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
         };
         let mut h_and_l = |report: &mut ProveReport| -> Result<_> {
             self.step(lane, Step::HStep, report, || {
                 engine.h_step(&mut abc, h_in_parts)
             })?;
-            self.msm_h_l(engine, &abc[0], &l_scalars, aux.len(), lane, report)
+            let msm_h = self.step(lane, Step::MsmH, report, || {
+                let bases = engine.bases(&params.h, resident.map(|r| &r.h));
+                engine.msm::<G1>(&bases, &abc[0], params.h.len())
+            })?;
+            let msm_l = self.step(lane, Step::MsmL, report, || {
+                let bases = engine.bases(&params.l, resident.map(|r| &r.l));
+                engine.msm::<G1>(&bases, &l_scalars, aux.len())
+            })?;
+            Ok((msm_h, msm_l))
         };
         let select = || engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars);
         let (h_and_l, selected) = if engine.selects_on_device(device_matrices.as_deref()) {
@@ -523,6 +488,7 @@ impl Prover {
             // and blocked it on bellperson's thread pool, whose tasks (a bellperson MSM)
             // waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two tests at
             // once on 2 cores).
+            let cpu_lane = format!("{lane} CPU");
             let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
                 let selection = scope.spawn(|| {
                     let start = Instant::now();
@@ -539,7 +505,22 @@ impl Prover {
             (h_and_l, selected)
         };
         let (h, l) = h_and_l?;
-        let (a, b_g1, b_g2) = self.msm_a_b(engine, assignment, &selected?, lane, report)?;
+        let [a_scalars, b_scalars] = selected?;
+
+        let a_len = inputs.len() + a_aux_density.total();
+        let b_len = b_input_density.total() + b_aux_density.total();
+        let a = self.step(lane, Step::MsmA, report, || {
+            let bases = engine.bases(&params.a, resident.map(|r| &r.a));
+            engine.msm::<G1>(&bases, &a_scalars, a_len)
+        })?;
+        let b_g1 = self.step(lane, Step::MsmBG1, report, || {
+            let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
+            engine.msm::<G1>(&bases, &b_scalars, b_len)
+        })?;
+        let b_g2 = self.step(lane, Step::MsmBG2, report, || {
+            let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
+            engine.msm::<G2>(&bases, &b_scalars, b_len)
+        })?;
         Ok(MsmResults {
             h,
             l,
@@ -547,57 +528,6 @@ impl Prover {
             b_g1,
             b_g2,
         })
-    }
-
-    /// The H and L MSMs: over the H step's coefficients and the aux values.
-    fn msm_h_l<E: Engine>(
-        &self,
-        engine: &E,
-        h_scalars: &E::Vector<'_>,
-        l_scalars: &E::Vector<'_>,
-        aux_len: usize,
-        lane: &str,
-        report: &mut ProveReport,
-    ) -> Result<(G1Projective, G1Projective)> {
-        let loaded = self.params.get()?;
-        let (params, resident) = (&loaded.params, loaded.resident.as_ref());
-        let h = self.step(lane, Step::MsmH, report, || {
-            let bases = engine.bases(&params.h, resident.map(|r| &r.h));
-            engine.msm::<G1>(&bases, h_scalars, params.h.len())
-        })?;
-        let l = self.step(lane, Step::MsmL, report, || {
-            let bases = engine.bases(&params.l, resident.map(|r| &r.l));
-            engine.msm::<G1>(&bases, l_scalars, aux_len)
-        })?;
-        Ok((h, l))
-    }
-
-    /// The A, B G1 and B G2 MSMs over the selected (or gathered) A and B scalars.
-    fn msm_a_b<E: Engine>(
-        &self,
-        engine: &E,
-        assignment: &ProvingAssignment,
-        [a_scalars, b_scalars]: &[E::Vector<'_>; 2],
-        lane: &str,
-        report: &mut ProveReport,
-    ) -> Result<(G1Projective, G1Projective, G2Projective)> {
-        let loaded = self.params.get()?;
-        let (params, resident) = (&loaded.params, loaded.resident.as_ref());
-        let a_len = assignment.input_assignment.len() + assignment.a_aux_density.total();
-        let b_len = assignment.b_input_density.total() + assignment.b_aux_density.total();
-        let a = self.step(lane, Step::MsmA, report, || {
-            let bases = engine.bases(&params.a, resident.map(|r| &r.a));
-            engine.msm::<G1>(&bases, a_scalars, a_len)
-        })?;
-        let b_g1 = self.step(lane, Step::MsmBG1, report, || {
-            let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
-            engine.msm::<G1>(&bases, b_scalars, b_len)
-        })?;
-        let b_g2 = self.step(lane, Step::MsmBG2, report, || {
-            let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
-            engine.msm::<G2>(&bases, b_scalars, b_len)
-        })?;
-        Ok((a, b_g1, b_g2))
     }
 }
 

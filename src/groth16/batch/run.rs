@@ -239,10 +239,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
                 }
             }
         });
-        let bytes = result
-            .as_ref()
-            .ok()
-            .map(|(s, _)| s.assignment.host_bytes() + first.prepared_host_bytes(&s.assignment));
+        let bytes = result.as_ref().ok().map(|(s, _)| s.assignment.host_bytes());
         // The receiver is gone only when the batch already failed.
         let _ = sender.send((i, result));
         bytes

@@ -267,13 +267,9 @@ impl DevicePlan {
         let scalars = match self.proof {
             ProofBuffers::Resident => "a, b, c and the scalars on the device",
             ProofBuffers::ScalarsStreamed => {
-                "a, b, c on the device, scalars streamed from the host (products there, a proof \
-                 ahead)"
+                "a, b, c on the device, scalars streamed from the host"
             }
-            ProofBuffers::HInParts => {
-                "the H step in parts, scalars streamed from the host (products there, a proof \
-                 ahead)"
-            }
+            ProofBuffers::HInParts => "the H step in parts, scalars streamed from the host",
         };
         format!(
             "{bases}, {scalars}, MSM chunks of {} G1 and {} G2 points, {} proof(s) in flight, {}",
