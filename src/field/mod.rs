@@ -18,6 +18,28 @@ use blstrs::{Fp, Fp2, Scalar};
 #[cfg(not(target_endian = "little"))]
 compile_error!("the GPU limb layout relies on a little-endian host");
 
+/// `len` zero elements in memory allocated zeroed: its pages are first touched by whoever
+/// writes them (a read-back's copy threads), not one by one here: `vec![ZERO; len]` wrote
+/// every element on one thread first (~2 s a GiB on a 2-core host).
+pub fn zeroed_vec<T: GpuField>(len: usize) -> Vec<T> {
+    let Ok(layout) = std::alloc::Layout::array::<T>(len) else {
+        std::alloc::handle_alloc_error(std::alloc::Layout::new::<T>())
+    };
+    if layout.size() == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the memory is allocated by the global allocator with the layout of `len`
+    // elements of T, as `Vec::from_raw_parts` requires; every element is LIMBS zero words
+    // (the trait's contract), the Montgomery form of zero.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<T>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout)
+        }
+        Vec::from_raw_parts(ptr, len, len)
+    }
+}
+
 /// A field element type whose in-memory form is the shader's limb layout.
 ///
 /// # Safety
@@ -170,6 +192,17 @@ mod tests {
         let mut words: Vec<u32> = bytemuck::pod_collect_to_vec(minus_one_le);
         words[0] += 1; // the low word of p - 1 and of r - 1 is not all ones
         words
+    }
+
+    #[test]
+    fn zeroed_vectors_hold_zeros() {
+        assert_eq!(zeroed_vec::<Scalar>(1000), vec![Scalar::ZERO; 1000]);
+        assert_eq!(zeroed_vec::<Fp>(3), vec![Fp::ZERO; 3]);
+        assert_eq!(zeroed_vec::<Fp2>(5), vec![Fp2::ZERO; 5]);
+        assert!(zeroed_vec::<Scalar>(0).is_empty());
+        let mut grown = zeroed_vec::<Scalar>(2);
+        grown.push(Scalar::ONE);
+        assert_eq!(grown, [Scalar::ZERO, Scalar::ZERO, Scalar::ONE]);
     }
 
     #[test]

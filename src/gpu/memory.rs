@@ -14,6 +14,9 @@ pub struct DeviceMemory {
     /// Bytes of that heap this process may still allocate, where the driver says
     /// (`VK_EXT_memory_budget`: its budget less its usage, other processes' use counted).
     pub available_bytes: Option<u64>,
+    /// Bytes of that heap this process uses now, where the driver says
+    /// (`VK_EXT_memory_budget`): what the VRAM budget's pool counts and what it does not.
+    pub used_bytes: Option<u64>,
 }
 
 /// Memory left beside the default budget: the driver's own allocations, pipelines, command
@@ -103,6 +106,7 @@ mod vulkan {
         Some(DeviceMemory {
             heap_bytes: heap.size,
             available_bytes,
+            used_bytes: budgets.map(|(_, usage)| usage[index]),
         })
     }
 }
@@ -117,16 +121,19 @@ mod tests {
         let big = DeviceMemory {
             heap_bytes: 144 * gib,
             available_bytes: Some(128 * gib),
+            used_bytes: Some(gib),
         };
         assert_eq!(big.default_budget(), 120 * gib);
         let small = DeviceMemory {
             heap_bytes: 4 * gib,
             available_bytes: None,
+            used_bytes: None,
         };
         assert_eq!(small.default_budget(), 4 * gib - HEADROOM_MIN);
         let tiny = DeviceMemory {
             heap_bytes: 256 << 20,
             available_bytes: None,
+            used_bytes: None,
         };
         assert_eq!(tiny.default_budget(), 0);
         assert_eq!(

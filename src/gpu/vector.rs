@@ -128,11 +128,8 @@ impl<T: GpuField> DeviceVector<T> {
     }
 
     /// Every element, read back.
-    pub fn download(&self, gpu: &GpuContext) -> Result<Vec<T>>
-    where
-        T: ff::Field,
-    {
-        let mut out = vec![T::ZERO; self.len()];
+    pub fn download(&self, gpu: &GpuContext) -> Result<Vec<T>> {
+        let mut out = crate::field::zeroed_vec::<T>(self.len());
         for (part, values) in self
             .parts
             .iter()

@@ -10,6 +10,7 @@ use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
+use wgpu_groth16::gpu::memory::device_memory;
 use wgpu_groth16::gpu::AdapterSelector;
 use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_across};
 use wgpu_groth16::groth16::circuits::FilecoinLike;
@@ -234,6 +235,19 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 };
                 print_row(&report, &path, &layout, figures);
                 if let Some(plan) = provers[0].plan_line() {
+                    // What the driver says this process holds, beside what the pool counts:
+                    // the difference is device memory outside the budget's accounting.
+                    if let Some(gpu) = engines[0].gpu_engine() {
+                        let used = device_memory(&gpu.gpu().adapter).and_then(|m| m.used_bytes);
+                        if let Some(used) = used {
+                            println!(
+                                "  device memory after the batch: {} MiB in use by this process \
+                                 (VK_EXT_memory_budget), {} MiB counted by the pool",
+                                used >> 20,
+                                gpu.pool().stats().allocated_bytes >> 20
+                            );
+                        }
+                    }
                     // The window lets a sampler of the device's memory find this run's peak.
                     let now = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
