@@ -12,7 +12,9 @@ use group::Curve;
 use wgpu_groth16::curve::{sample_bases, GpuCurve, G1, G2};
 use wgpu_groth16::field::samples::sample_scalars;
 use wgpu_groth16::gpu::WideMul;
-use wgpu_groth16::msm::{msm_cpu, MsmBases, MsmConfig, MsmKernels, Scalars, CHUNK_ALIGN};
+use wgpu_groth16::msm::{
+    msm_cpu, MsmBases, MsmConfig, MsmKernels, MsmLimits, Scalars, CHUNK_ALIGN,
+};
 
 fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
     sample_bases::<C>(seed, n)
@@ -182,8 +184,9 @@ fn chunked_path_equals_blstrs<C: GpuCurve>(wide: WideMul, n: usize, limit: u64) 
 }
 
 /// Bases partly resident (none, a prefix, all) and the rest streamed from the host in chunks
-/// of 256 points through two buffers: the sum of a resident MSM, with the scalars on the
-/// host and on the device.
+/// of 256 points through two buffers, with the MSM's own windows and with its bucket array
+/// capped at half of theirs (narrower windows, as a small VRAM budget plans): the sum of a
+/// resident MSM, with the scalars on the host and on the device.
 fn streamed_bases_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
     let (Some(kernels), Some(ntt)) = (msm_kernels::<C>(wide), common::ntt_kernels(wide)) else {
         return;
@@ -194,6 +197,17 @@ fn streamed_bases_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
     let on_device = ntt
         .upload(&s, n.next_power_of_two().trailing_zeros())
         .unwrap();
+    let chunks = MsmLimits::chunks_of(256);
+    let own = kernels.plan_within(n, chunks).unwrap().layout;
+    let capped = MsmLimits {
+        bucket_bytes: own.total_buckets() * C::XYZZ_BYTES as u64 / 2,
+        ..chunks
+    };
+    let narrower = kernels.plan_within(n, capped).unwrap().layout;
+    assert!(
+        narrower.windows > own.windows,
+        "{narrower:?} against {own:?}"
+    );
     for prefix in [0, CHUNK_ALIGN as usize, 3 * CHUNK_ALIGN as usize, n] {
         let resident = (prefix > 0).then(|| kernels.upload_bases(&b[..prefix]).unwrap());
         let bases = MsmBases {
@@ -201,8 +215,15 @@ fn streamed_bases_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
             host: &b,
         };
         for scalars in [Scalars::Host(&s), Scalars::Device(&on_device, n)] {
-            let sum = kernels.msm_streaming(&bases, scalars, 256).unwrap();
-            assert_eq!(sum, expected, "{} {prefix} resident of {n}", C::NAME);
+            for limits in [chunks, capped] {
+                let sum = kernels.msm_streaming(&bases, scalars, limits).unwrap();
+                assert_eq!(
+                    sum,
+                    expected,
+                    "{} {prefix} resident of {n}, {limits:?}",
+                    C::NAME
+                );
+            }
         }
     }
 }

@@ -23,13 +23,13 @@ use wgpu_groth16::groth16::batch::prove_batch_recorded_across;
 use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
 };
-use wgpu_groth16::groth16::engine::{DevicePlan, GpuEngine, ProofBuffers};
+use wgpu_groth16::groth16::engine::{ChunkOption, DevicePlan, GpuEngine, ProofBuffers};
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{
     CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters, Step,
 };
 use wgpu_groth16::msm::MsmConfig;
-use wgpu_groth16::recorded::RecordedSystem;
+use wgpu_groth16::recorded::{RecordedSystem, Shape};
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
@@ -784,4 +784,43 @@ fn a_failed_load_fails_every_proof_with_its_reason() {
         Err(Error::ParamsLoad(why)) => assert!(why.contains("a broken file"), "{why}"),
         other => panic!("the load's failure expected, got {other:?}"),
     }
+}
+
+/// Where the window buckets outweigh the rest of the MSM workspaces (2^18 points here), the
+/// footprint offers capped bucket arrays past the smallest chunk, each keeping less, and a
+/// budget that holds one proof only with one of them plans narrower windows.
+#[test]
+fn buckets_over_the_budget_plan_narrower_windows() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let n = 1 << 18;
+    let shape = Shape {
+        constraints: n - 1,
+        inputs: 2,
+        aux: n,
+        a_aux_density: n,
+        b_input_density: 1,
+        b_aux_density: n / 2,
+    };
+    let params = ProvingParameters::random_for_shape(&shape, 23);
+    let gpu = engine.gpu_engine().expect("a GPU engine");
+    let footprint = gpu.footprint(&params).unwrap();
+    let (widest, capped): (Vec<&ChunkOption>, Vec<&ChunkOption>) = footprint
+        .chunks
+        .iter()
+        .partition(|option| option.bucket_bytes == u64::MAX);
+    let smallest_widest = widest.last().unwrap().kept;
+    assert!(!capped.is_empty(), "{footprint:?}");
+    for pair in capped.windows(2) {
+        assert!(pair[1].kept < pair[0].kept && pair[1].bucket_bytes < pair[0].bucket_bytes);
+    }
+    assert!(capped[0].kept < smallest_widest);
+    let narrowest = capped.last().unwrap();
+    let streams = 2 * (narrowest.points[0] * 96 + narrowest.points[1] * 192) as u64;
+    let budget = narrowest.kept + streams + footprint.h_in_parts;
+    assert!(budget < smallest_widest + footprint.h_in_parts);
+    let plan = DevicePlan::new(&footprint, budget, 1).unwrap();
+    assert!(plan.bucket_bytes < u64::MAX, "{plan:?}");
+    assert!(plan.kept_bytes + plan.proof_bytes <= budget, "{plan:?}");
 }

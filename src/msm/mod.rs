@@ -126,6 +126,30 @@ impl<C: GpuCurve> ResidentBases<C> {
     }
 }
 
+/// Caps on one MSM's workspace below what the device allows: points per chunk, and bytes of
+/// the bucket array (narrower windows: more additions a point, less memory). A VRAM plan
+/// sets them; [`MsmLimits::NONE`] leaves the MSM its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmLimits {
+    pub chunk_points: usize,
+    pub bucket_bytes: u64,
+}
+
+impl MsmLimits {
+    pub const NONE: MsmLimits = MsmLimits {
+        chunk_points: usize::MAX,
+        bucket_bytes: u64::MAX,
+    };
+
+    /// Chunks of at most `points`, buckets uncapped.
+    pub fn chunks_of(points: usize) -> Self {
+        MsmLimits {
+            chunk_points: points,
+            ..Self::NONE
+        }
+    }
+}
+
 /// An MSM's bases when they do not all fit the device: the first ones resident (any number,
 /// none included), the rest read from host memory and streamed to the device chunk by
 /// chunk ([`MsmKernels::msm_streaming`]).
@@ -254,16 +278,25 @@ impl<C: GpuCurve> MsmKernels<C> {
 
     /// The plan an MSM of `n` points would follow.
     pub fn plan(&self, n: usize) -> Result<MsmPlan> {
-        self.plan_within(n, usize::MAX)
+        self.plan_within(n, MsmLimits::NONE)
     }
 
-    /// [`plan`](Self::plan) with chunks of at most `chunk_points` (a smaller workspace).
-    pub fn plan_within(&self, n: usize, chunk_points: usize) -> Result<MsmPlan> {
+    /// [`plan`](Self::plan) within `limits` (a smaller workspace).
+    pub fn plan_within(&self, n: usize, limits: MsmLimits) -> Result<MsmPlan> {
         let mut config = self.config.clone();
+        let MsmLimits {
+            chunk_points,
+            bucket_bytes,
+        } = limits;
         config.max_chunk_points = Some(
             config
                 .max_chunk_points
                 .map_or(chunk_points, |cap| cap.min(chunk_points)),
+        );
+        config.max_bucket_bytes = Some(
+            config
+                .max_bucket_bytes
+                .map_or(bucket_bytes, |cap| cap.min(bucket_bytes)),
         );
         config.segment = Some(config.segment.unwrap_or(C::SEGMENT));
         if config.reduction_threads.is_none() && self.gpu.info.device_type == wgpu::DeviceType::Cpu
@@ -276,13 +309,13 @@ impl<C: GpuCurve> MsmKernels<C> {
     /// Device bytes of the workspace an MSM of `n` points allocates (and keeps: see
     /// [`WORKSPACES_KEPT`]).
     pub fn workspace_bytes(&self, n: usize) -> Result<u64> {
-        self.workspace_bytes_within(n, usize::MAX)
+        self.workspace_bytes_within(n, MsmLimits::NONE)
     }
 
-    /// [`workspace_bytes`](Self::workspace_bytes) with chunks of at most `chunk_points`.
-    pub fn workspace_bytes_within(&self, n: usize, chunk_points: usize) -> Result<u64> {
+    /// [`workspace_bytes`](Self::workspace_bytes) within `limits`.
+    pub fn workspace_bytes_within(&self, n: usize, limits: MsmLimits) -> Result<u64> {
         Ok(self
-            .plan_within(n.max(1), chunk_points)?
+            .plan_within(n.max(1), limits)?
             .workspace_bytes(C::XYZZ_BYTES as u64))
     }
 
@@ -352,23 +385,23 @@ impl<C: GpuCurve> MsmKernels<C> {
             resident: Some(bases),
             host: &[],
         };
-        self.msm_streaming(&bases, scalars, usize::MAX)
+        self.msm_streaming(&bases, scalars, MsmLimits::NONE)
     }
 
-    /// Σ `scalars[i] · bases[i]` in chunks of at most `chunk_points` (a smaller workspace),
-    /// the bases past the resident prefix streamed from host memory a chunk at a time
-    /// through two buffers of the pool, alternating.
+    /// Σ `scalars[i] · bases[i]` within `limits` (a smaller workspace), the bases past the
+    /// resident prefix streamed from host memory a chunk at a time through two buffers of
+    /// the pool, alternating.
     pub fn msm_streaming(
         &self,
         bases: &MsmBases<'_, C>,
         scalars: Scalars<'_>,
-        chunk_points: usize,
+        limits: MsmLimits,
     ) -> Result<C::Projective> {
         check_lengths(bases.resident_len().max(bases.host.len()), scalars.len())?;
         if scalars.is_empty() {
             return Ok(C::Projective::identity());
         }
-        let plan = self.plan_within(scalars.len(), chunk_points)?;
+        let plan = self.plan_within(scalars.len(), limits)?;
         let streamed = scalars.len().saturating_sub(bases.resident_len());
         let stream_points = plan.chunk.min(streamed);
         let stream = match streamed {

@@ -17,7 +17,9 @@ use crate::gpu::waits::{self, Stage};
 use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
 use crate::groth16::synthesis::ProvingAssignment;
-use crate::msm::{MsmBases, MsmConfig, MsmKernels, ResidentBases, Scalars, WORKSPACES_KEPT};
+use crate::msm::{
+    MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scalars, WORKSPACES_KEPT,
+};
 use crate::ntt::{NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, ProductLayouts, ResidentMatrices, SparseKernels};
@@ -67,10 +69,11 @@ pub struct GpuBases<'a, C: GpuCurve> {
 }
 
 /// A base set on the device as its plan says: a resident prefix (possibly all, possibly
-/// none), and the points of each MSM chunk (the rest streams a chunk at a time).
+/// none), and its MSMs' limits (the points of each chunk: the rest streams a chunk at a
+/// time; the bucket array).
 pub struct DeviceBases<C: GpuCurve> {
     resident: Option<ResidentBases<C>>,
-    chunk_points: usize,
+    limits: MsmLimits,
 }
 
 /// A parameter set's bases on the device as its [`DevicePlan`] says, counted against the
@@ -226,24 +229,55 @@ impl GpuEngine {
         let g2_len = params.b_g2.len();
         let log_domain = domain.next_power_of_two().trailing_zeros();
         let tables = self.ntt.table_bytes(log_domain);
-        // The device's own chunks, then halves of them down to SMALLEST_CHUNK.
-        let mut chunks = Vec::new();
-        let mut cap = usize::MAX;
-        loop {
-            let points = [
-                self.g1.plan_within(g1_len.max(1), cap)?.chunk,
-                self.g2.plan_within(g2_len.max(1), cap)?.chunk,
-            ];
-            chunks.push(ChunkOption {
-                points,
-                kept: WORKSPACES_KEPT as u64 * self.g1.workspace_bytes_within(g1_len, cap)?
-                    + self.g2.workspace_bytes_within(g2_len, cap)?
+        // The device's own chunks, then halves of them down to SMALLEST_CHUNK, then at that
+        // chunk bucket arrays capped at halves of the widest windows' down to the narrowest
+        // windows (the windows' buckets are the same at every chunk size: at 2^27 they alone
+        // kept an 8 GiB budget from holding one proof).
+        let option = |limits: MsmLimits| -> Result<ChunkOption> {
+            let (g1, g2) = (
+                self.g1.plan_within(g1_len.max(1), limits)?,
+                self.g2.plan_within(g2_len.max(1), limits)?,
+            );
+            Ok(ChunkOption {
+                points: [g1.chunk, g2.chunk],
+                bucket_bytes: limits.bucket_bytes,
+                kept: WORKSPACES_KEPT as u64 * g1.workspace_bytes(G1::XYZZ_BYTES as u64)
+                    + g2.workspace_bytes(G2::XYZZ_BYTES as u64)
                     + tables,
-            });
-            cap = points[0] / 2;
+            })
+        };
+        let mut chunks = vec![option(MsmLimits::NONE)?];
+        loop {
+            let cap = chunks[chunks.len() - 1].points[0] / 2;
             if cap < SMALLEST_CHUNK {
                 break;
             }
+            chunks.push(option(MsmLimits::chunks_of(cap))?);
+        }
+        let smallest_chunk = chunks[chunks.len() - 1].points[0];
+        let widest_buckets = [
+            self.g1
+                .plan_within(g1_len.max(1), MsmLimits::chunks_of(smallest_chunk))?,
+            self.g2
+                .plan_within(g2_len.max(1), MsmLimits::chunks_of(smallest_chunk))?,
+        ]
+        .iter()
+        .zip([G1::XYZZ_BYTES, G2::XYZZ_BYTES])
+        .map(|(plan, xyzz)| plan.layout.total_buckets() * xyzz as u64)
+        .max()
+        .unwrap_or(0);
+        // Each curve takes its narrowest windows under a cap below them: only caps that
+        // shrink what is kept are options.
+        let mut bucket_bytes = widest_buckets / 2;
+        while bucket_bytes > 0 {
+            let narrower = option(MsmLimits {
+                chunk_points: smallest_chunk,
+                bucket_bytes,
+            })?;
+            if narrower.kept < chunks[chunks.len() - 1].kept {
+                chunks.push(narrower);
+            }
+            bucket_bytes /= 2;
         }
         let (g1, g2) = (G1::AFFINE_BYTES as u64, G2::AFFINE_BYTES as u64);
         Ok(Footprint {
@@ -337,6 +371,7 @@ impl GpuEngine {
             bases: &[C::Affine],
             resident: usize,
             chunk_points: usize,
+            bucket_bytes: u64,
         ) -> Result<DeviceBases<C>> {
             let resident = match resident {
                 0 => None,
@@ -344,19 +379,23 @@ impl GpuEngine {
             };
             Ok(DeviceBases {
                 resident,
-                chunk_points,
+                limits: MsmLimits {
+                    chunk_points,
+                    bucket_bytes,
+                },
             })
         }
         let [h, l, a, b_g1, b_g2] = plan.resident_points;
         let [g1, g2] = plan.chunk_points;
+        let buckets = plan.bucket_bytes;
         Ok((
             [
-                place(&self.g1, &params.h, h, g1)?,
-                place(&self.g1, &params.l, l, g1)?,
-                place(&self.g1, &params.a, a, g1)?,
-                place(&self.g1, &params.b_g1, b_g1, g1)?,
+                place(&self.g1, &params.h, h, g1, buckets)?,
+                place(&self.g1, &params.l, l, g1, buckets)?,
+                place(&self.g1, &params.a, a, g1, buckets)?,
+                place(&self.g1, &params.b_g1, b_g1, g1, buckets)?,
             ],
-            place(&self.g2, &params.b_g2, b_g2, g2)?,
+            place(&self.g2, &params.b_g2, b_g2, g2, buckets)?,
         ))
     }
 
@@ -578,10 +617,10 @@ impl Engine for GpuEngine {
             ))
         })?;
         // Without a plan (one-off work), bases stream in the MSM's own chunks.
-        let (resident, chunk_points) = match bases.device {
-            Some(device) => (device.resident.as_ref(), device.chunk_points),
-            None => (None, usize::MAX),
+        let (resident, limits) = match bases.device {
+            Some(device) => (device.resident.as_ref(), device.limits),
+            None => (None, MsmLimits::NONE),
         };
-        kernels.msm_streaming(&MsmBases { resident, host }, scalars, chunk_points)
+        kernels.msm_streaming(&MsmBases { resident, host }, scalars, limits)
     }
 }

@@ -43,6 +43,8 @@ impl Footprint {
 pub struct ChunkOption {
     /// Points of one MSM chunk of G1 and of G2.
     pub points: [usize; 2],
+    /// Cap on the bytes of an MSM's bucket array (`u64::MAX`: the widest windows).
+    pub bucket_bytes: u64,
     /// The MSM workspaces at that size and the NTT's power tables, kept while the engine
     /// lives.
     pub kept: u64,
@@ -76,6 +78,8 @@ pub struct DevicePlan {
     pub resident_points: [usize; 5],
     /// Points per MSM chunk of G1 and of G2, streamed or not.
     pub chunk_points: [usize; 2],
+    /// Cap on the bytes of an MSM's bucket array (`u64::MAX`: none).
+    pub bucket_bytes: u64,
     /// Whether G1's and G2's MSMs stream bases (two buffers of a chunk each).
     pub streams: [bool; 2],
     /// Where each proof's vectors are.
@@ -122,23 +126,25 @@ impl DevicePlan {
         // The largest chunks where everything fits; else the largest whose workspaces and
         // stream buffers take a quarter of the budget at most; else (the windows' buckets are
         // the same at every chunk size and may alone take more) the largest that leave room
-        // for one proof at its smallest.
+        // for one proof at its smallest; the same with capped buckets (narrower windows,
+        // more additions a point) only when none with the widest windows does.
+        let widest = || {
+            footprint
+                .chunks
+                .iter()
+                .filter(|option| option.bucket_bytes == u64::MAX)
+        };
+        let room_for_one =
+            |option: &&ChunkOption| kept_with_streams(option) + footprint.h_in_parts <= budget;
         let chunk = footprint
             .chunks
             .iter()
             .find(|option| option.kept + everything <= budget)
             .or_else(|| {
-                footprint
-                    .chunks
-                    .iter()
-                    .find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
+                widest().find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
             })
-            .or_else(|| {
-                footprint
-                    .chunks
-                    .iter()
-                    .find(|option| kept_with_streams(option) + footprint.h_in_parts <= budget)
-            })
+            .or_else(|| widest().find(room_for_one))
+            .or_else(|| footprint.chunks.iter().find(room_for_one))
             .unwrap_or(smallest);
         let [g1_bytes, g2_bytes] = stream_bytes(chunk);
         // Where everything fits nothing streams: no stream buffers to set aside.
@@ -200,6 +206,7 @@ impl DevicePlan {
             budget,
             resident_points,
             chunk_points: chunk.points,
+            bucket_bytes: chunk.bucket_bytes,
             streams,
             proof,
             proofs_in_flight: workers.max(1).min(more),
@@ -271,8 +278,13 @@ impl DevicePlan {
             }
             ProofBuffers::HInParts => "the H step in parts, scalars streamed from the host",
         };
+        let buckets = match self.bucket_bytes {
+            u64::MAX => String::new(),
+            cap => format!(" (buckets within {} MiB: narrower windows)", mib(cap)),
+        };
         format!(
-            "{bases}, {scalars}, MSM chunks of {} G1 and {} G2 points, {} proof(s) in flight, {}",
+            "{bases}, {scalars}, MSM chunks of {} G1 and {} G2 points{buckets}, {} proof(s) in \
+             flight, {}",
             self.chunk_points[0],
             self.chunk_points[1],
             self.proofs_in_flight,
@@ -288,17 +300,19 @@ mod tests {
     const GIB: u64 = 1 << 30;
 
     /// The shape of a 2^27 proof on the H200, near enough: 4 GiB vectors, 12 GiB of G1
-    /// bases per set, 24 GiB of G2 bases.
+    /// bases per set, 24 GiB of G2 bases; workspaces of ~140 bytes a chunk point beside
+    /// three bucket arrays of 1 GiB at the widest windows (two G1 workspaces, one G2), then
+    /// capped ones at the smallest chunk; tables 0.25 GiB.
     fn shape_2_27() -> Footprint {
         let n = 1usize << 27;
-        // Workspaces of ~140 bytes a chunk point, tables 0.5 GiB.
-        let chunks = (16..=24)
-            .rev()
-            .map(|bits| ChunkOption {
-                points: [1 << bits, 1 << (bits - 1)],
-                kept: (420 << bits) + GIB / 2,
-            })
-            .collect();
+        let option = |bits: u32, bucket_bytes: u64| ChunkOption {
+            points: [1 << bits, 1 << (bits - 1)],
+            bucket_bytes,
+            kept: (420 << bits) + 3 * bucket_bytes.min(GIB) + GIB / 4,
+        };
+        let widest = (16..=24).rev().map(|bits| option(bits, u64::MAX));
+        let capped = (24..30).rev().map(|bits| option(16, 1 << bits));
+        let chunks = widest.chain(capped).collect();
         Footprint {
             domain_vector: 4 * GIB,
             scalar_vectors: 12 * GIB,
@@ -357,6 +371,13 @@ mod tests {
             (plan.proof, plan.proofs_in_flight),
             (ProofBuffers::HInParts, 1)
         );
+        // The widest windows' buckets (3.25 GiB kept) beside 5 GiB of H step do not fit 8 GiB:
+        // capped buckets do, the largest cap that fits.
+        assert!(f.chunks[8].kept + f.h_in_parts > 8 * GIB);
+        assert_eq!(plan.bucket_bytes, 1 << 29, "{plan:?}");
+        assert!(plan.describe(&f).contains("buckets within 512 MiB"));
+        let plan = DevicePlan::new(&f, 12 * GIB, 2).unwrap();
+        assert_eq!(plan.bucket_bytes, u64::MAX, "12 GiB: the widest windows");
     }
 
     /// Window buckets the same at every chunk size and over a quarter of the budget: the

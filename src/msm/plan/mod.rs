@@ -36,6 +36,10 @@ pub struct MsmConfig {
     /// while the scatter writes it, and add to the accumulation (measured slower overall:
     /// docs/benchmarks/gpu-part-2-27.md, commit 2c7e742).
     pub max_chunk_points: Option<usize>,
+    /// Cap on the bytes of the bucket array: narrower windows (more additions a point) where
+    /// the widest would not fit beside the rest of a small VRAM budget; under a cap no
+    /// window count meets, the fewest buckets.
+    pub max_bucket_bytes: Option<u64>,
     /// Time every GPU pass with timestamp queries (where the device has them); read the
     /// result with `MsmKernels::last_profile`.
     pub profile: bool,
@@ -164,10 +168,23 @@ impl MsmPlan {
             |l: &WindowLayout| l.windows as u64 * n as u64 + points.bucket_cost * l.total_buckets();
         let bucket_bytes = |l: &WindowLayout| l.total_buckets() * xyzz_bytes;
         let fewest_buckets = candidates[0];
-        let layout = candidates
+        let fitting: Vec<WindowLayout> = candidates
             .into_iter()
             .filter(|l| bucket_bytes(l) <= binding_limit)
+            .collect();
+        // The cheapest layout within the bucket cap; under a cap no layout meets, the one
+        // with the fewest buckets (the cap saves what it can).
+        let within_cap = |l: &&WindowLayout| {
+            config
+                .max_bucket_bytes
+                .is_none_or(|cap| bucket_bytes(l) <= cap)
+        };
+        let layout = fitting
+            .iter()
+            .filter(within_cap)
             .min_by_key(|l| (cost(l), l.windows))
+            .or_else(|| fitting.iter().min_by_key(|l| bucket_bytes(l)))
+            .copied()
             .ok_or(Error::TooLarge {
                 what: "the MSM bucket array at the narrowest windows allowed",
                 needed: bucket_bytes(&fewest_buckets),

@@ -326,3 +326,34 @@ fn a_limit_too_small_for_one_chunk_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_bucket_cap_narrows_the_windows_and_holds() {
+    let n = 1 << 27;
+    let xyzz = G1_INT64.xyzz_bytes;
+    let plan = |cap: Option<u64>| {
+        let config = MsmConfig {
+            max_chunk_points: Some(1 << 14),
+            max_bucket_bytes: cap,
+            ..Default::default()
+        };
+        MsmPlan::new(n, G1_INT64, 2 * GIB - 4, &config)
+    };
+    let own = plan(None).unwrap();
+    let own_bytes = own.layout.total_buckets() * xyzz;
+    assert!(
+        own_bytes > GIB / 2,
+        "the widest windows at 2^27: {own_bytes} bytes"
+    );
+    for cap in [own_bytes / 2, 64 << 20, 16 << 20] {
+        let capped = plan(Some(cap)).unwrap();
+        assert!(capped.layout.total_buckets() * xyzz <= cap, "{capped:?}");
+        assert!(capped.layout.windows > own.layout.windows, "{capped:?}");
+    }
+    // What keeps an 8 GiB budget from one 2^27 proof: the workspace of the smallest chunk.
+    assert!(own.workspace_bytes(xyzz) > GIB);
+    assert!(plan(Some(64 << 20)).unwrap().workspace_bytes(xyzz) < 128 << 20);
+    // Under the narrowest windows' buckets: the narrowest windows.
+    let narrowest = plan(Some(1 << 10)).unwrap();
+    assert_eq!(narrowest.layout, WindowLayout::mixed(*AUTO_WINDOWS.end()));
+}
