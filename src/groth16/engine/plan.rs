@@ -4,7 +4,8 @@
 //!
 //! The budget goes, in this order, to what every proof needs (the MSM workspaces, the NTT's
 //! power tables, and two buffers per curve to stream bases through when some do not fit; the
-//! MSM chunk sets their size), to one proof's buffers (the largest of [`ProofBuffers`] that
+//! MSM chunk sets their size, and where even the smallest chunk leaves no room for one proof,
+//! a cap on the bucket arrays: narrower windows), to one proof's buffers (the largest of [`ProofBuffers`] that
 //! fit), to the bases (h first: its MSM is the full-width one, then l, a, b_g1, b_g2, each
 //! as long a prefix as fits, the rest streamed), and last to more proofs in flight.
 //! Constraint matrices take what is left when they arrive ([`DevicePlan::room_with`]).
@@ -24,7 +25,8 @@ pub struct Footprint {
     pub h_in_parts: u64,
     /// The bases of each set in [`BASE_SETS`] order: (points, bytes of one point).
     pub bases: [(usize, u64); 5],
-    /// The MSM chunk sizes to choose from, largest first.
+    /// The MSM limits to choose from, the largest workspace first: chunk sizes with the
+    /// widest windows, then the smallest chunk with ever smaller bucket arrays.
     pub chunks: Vec<ChunkOption>,
 }
 
