@@ -26,7 +26,7 @@ use wgpu_groth16::groth16::circuits::{
 use wgpu_groth16::groth16::engine::{ChunkOption, DevicePlan, GpuEngine, ProofBuffers};
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{
-    CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters, Step,
+    BatchProgress, CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters, Step,
 };
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::recorded::{RecordedSystem, Shape};
@@ -823,4 +823,64 @@ fn buckets_over_the_budget_plan_narrower_windows() {
     let plan = DevicePlan::new(&footprint, budget, 1).unwrap();
     assert!(plan.bucket_bytes < u64::MAX, "{plan:?}");
     assert!(plan.kept_bytes + plan.proof_bytes <= budget, "{plan:?}");
+}
+
+/// Where the plan keeps the scalars (and, in parts, the H step's vectors) in host memory, a
+/// proof holds a, b, c, the A and B scalars and two read-back vectors beside its circuit: a
+/// batch sets them aside from its host budget before it sizes how many circuits it
+/// synthesizes ahead.
+#[test]
+fn a_batch_sets_aside_the_host_memory_of_proofs_whose_scalars_stay_on_the_host() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let params = params_for(FilecoinLike::blank(10).unwrap(), 25);
+    let gpu = engine.gpu_engine().expect("a GPU engine");
+    gpu.set_vram_budget(smallest_budget_planning(
+        gpu,
+        &params,
+        ProofBuffers::HInParts,
+    ));
+    let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
+    let circuits: Vec<_> = (0..4)
+        .map(|seed| FilecoinLike::new(10, seed).unwrap())
+        .collect();
+    let witness = system.witness_assignment(circuits[0].clone()).unwrap();
+    let prover = Prover::with_engine(&params, engine.clone()).unwrap();
+    assert_eq!(prover.workers(), 1);
+    let rows = system.rows();
+    let selected = witness.input_assignment.len()
+        + witness.a_aux_density.total()
+        + witness.b_input_density.total()
+        + witness.b_aux_density.total();
+    let a_proof = 32 * (3 * rows + 2 * rows.next_power_of_two() + selected) as u64;
+    assert_eq!(prover.host_bytes_a_proof(&witness), a_proof);
+    // Of the default budget (a share of what is available), the same share.
+    assert_eq!(prover.host_budget_for_proofs(a_proof), a_proof / 2);
+
+    // Room for the proof's bytes and two circuits: never more than two synthesized and not
+    // yet proved (without the set-aside, all four were).
+    let in_flight = Arc::new(std::sync::Mutex::new((0usize, 0usize)));
+    let seen = in_flight.clone();
+    let prover = prover.with_host_budget(Some(a_proof + 2 * witness.host_bytes()));
+    assert_eq!(
+        prover.host_budget_for_proofs(a_proof),
+        a_proof,
+        "all of a budget set"
+    );
+    let prover = prover.with_progress(Arc::new(move |event| {
+        let mut counts = seen.lock().unwrap();
+        match event {
+            BatchProgress::Synthesized { .. } => counts.0 += 1,
+            BatchProgress::Proved { .. } => counts.0 -= 1,
+        }
+        counts.1 = counts.1.max(counts.0);
+    }));
+    let rs: Vec<Scalar> = (0..4).map(|i| Scalar::random(rng(400 + i))).collect();
+    let ss: Vec<Scalar> = (0..4).map(|i| Scalar::random(rng(500 + i))).collect();
+    let never = CancelToken::new();
+    let batch = std::slice::from_ref(&prover);
+    prove_batch_recorded_across(batch, circuits, &system, &rs, &ss, &never).unwrap();
+    let most = in_flight.lock().unwrap().1;
+    assert!((1..=2).contains(&most), "{most} circuits held at once");
 }

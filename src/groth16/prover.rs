@@ -68,7 +68,9 @@ enum HostBudget {
 
 /// The default host budget is 1/n of the memory available when a batch starts. Not all of
 /// it: a proof holds more than its assignment while it runs (the A and B scalars selected, on
-/// the CPU engine the H step's vectors), and parameters still loading are not yet counted.
+/// the CPU engine the H step's vectors; where a VRAM plan keeps the scalars on the host these
+/// are counted, [`Prover::host_bytes_a_proof`], 1/n of them against the budget), and
+/// parameters still loading are not yet counted.
 const AVAILABLE_MEMORY_SHARE: u64 = 2;
 
 /// The parameters, with their bases on the engine's device when they fit its VRAM budget.
@@ -245,6 +247,41 @@ impl Prover {
         }
     }
 
+    /// Host bytes each proof in flight holds beside its synthesized circuit where the plan
+    /// keeps the scalars in host memory: a, b, c computed from the witness (a recorded
+    /// system's), the A and B scalars selected, and with the H step in parts b and c read
+    /// back. A batch sets them aside from its host budget for every worker before it sizes
+    /// how many circuits it synthesizes ahead (uncounted, ten 2^27 partitions within 12 GiB
+    /// on the H200 reached 125.7 of the host's 128.4 GB). Zero where the scalars are on the
+    /// device (the budget's other half covers those proofs), and while the parameters are
+    /// still loading (this does not wait for them).
+    pub fn host_bytes_a_proof(&self, assignment: &ProvingAssignment) -> u64 {
+        let plan = match self.params.ready.get() {
+            Some(Ok(loaded)) => loaded.resident.as_ref().map(|r| &r.plan),
+            _ => None,
+        };
+        let Some(plan) = plan.filter(|plan| !plan.scalars_on_device()) else {
+            return 0;
+        };
+        let rows = match &assignment.deferred_products {
+            Some(system) => system.rows(),
+            None => assignment.a.len(),
+        };
+        let products = match assignment.deferred_products {
+            Some(_) => 3 * rows,
+            None => 0,
+        };
+        let read_back = match plan.h_in_parts() {
+            true => 2 * rows.max(1).next_power_of_two(),
+            false => 0,
+        };
+        let selected = assignment.input_assignment.len()
+            + assignment.a_aux_density.total()
+            + assignment.b_input_density.total()
+            + assignment.b_aux_density.total();
+        ((products + read_back + selected) * std::mem::size_of::<Scalar>()) as u64
+    }
+
     /// The engine's plan for this prover's proofs (`None` on the CPU, or while the
     /// parameters fail to load).
     pub fn plan(&self) -> Option<&DevicePlan> {
@@ -311,12 +348,24 @@ impl Prover {
 
     /// Host memory that a batch's synthesized circuits may hold at once, from the start of
     /// their synthesis to the end of their proofs: a batch synthesizes no more circuits ahead
-    /// of its proofs than fit (at least one). `None`: no limit. Unless set, half the memory
-    /// available when a batch starts (`MemAvailable`, lowered to the cgroup's limit), or no
-    /// limit where that is unknown. Of a batch over several provers, the first's counts.
+    /// of its proofs than fit (at least one), beside what its proofs in flight hold where
+    /// their scalars stay on the host ([`Self::host_bytes_a_proof`]). `None`: no limit.
+    /// Unless set, half the memory available when a batch starts (`MemAvailable`, lowered to
+    /// the cgroup's limit), or no limit where that is unknown. Of a batch over several
+    /// provers, the first's counts.
     pub fn with_host_budget(mut self, bytes: Option<u64>) -> Self {
         self.host_budget = HostBudget::Fixed(bytes);
         self
+    }
+
+    /// How much of the host budget `proof_bytes` (its proofs' own, beside their circuits)
+    /// take: all of a budget set; of the default share of what is available, the same share
+    /// (the rest comes out of the memory left beside the share).
+    pub fn host_budget_for_proofs(&self, proof_bytes: u64) -> u64 {
+        match self.host_budget {
+            HostBudget::Fixed(_) => proof_bytes,
+            HostBudget::Available => proof_bytes / AVAILABLE_MEMORY_SHARE,
+        }
     }
 
     /// The host budget of a batch starting now (see [`Self::with_host_budget`]).

@@ -164,20 +164,22 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
         let count = self.circuits.len();
         let mut loops = count.min(self.concurrent);
         if let Some(budget) = self.budget {
-            let Some(bytes) = self.synthesize_next(&sender) else {
+            let Some((bytes, proofs)) = self.synthesize_next(&sender) else {
                 return;
             };
-            let fitting = budget / bytes.max(1);
+            let proofs = self.provers[0].host_budget_for_proofs(proofs);
+            let fitting = budget.saturating_sub(proofs) / bytes.max(1);
             if fitting == 0 {
                 log::warn!(
                     "one synthesized circuit ({bytes} bytes) is over the host budget of \
-                     {budget} bytes: synthesizing one circuit at a time"
+                     {budget} bytes ({proofs} bytes set aside for the proofs in flight): \
+                     synthesizing one circuit at a time"
                 );
             }
             let limit = fitting.clamp(1, count as u64) as usize;
             log::debug!(
-                "host budget of {budget} bytes: {limit} synthesized circuits of {bytes} \
-                 bytes at once"
+                "host budget of {budget} bytes: {proofs} bytes for the proofs in flight, \
+                 {limit} synthesized circuits of {bytes} bytes at once"
             );
             self.slots.set_limit(limit);
             loops = limit.min(self.concurrent).min(count - 1);
@@ -197,8 +199,10 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
     }
 
     /// Synthesizes the next circuit in its slot and sends it to the hand-over: the bytes of
-    /// its assignment, or `None` when no circuit was left or its synthesis failed.
-    fn synthesize_next(&self, sender: &mpsc::Sender<SynthesisOutcome>) -> Option<u64> {
+    /// its assignment and the host bytes the batch's proofs in flight hold beside theirs
+    /// (every worker's, [`crate::groth16::Prover::host_bytes_a_proof`]), or `None` when no circuit was left
+    /// or its synthesis failed.
+    fn synthesize_next(&self, sender: &mpsc::Sender<SynthesisOutcome>) -> Option<(u64, u64)> {
         if let Err(cancelled) = self.token.check() {
             self.fail(cancelled);
             return None;
@@ -239,7 +243,18 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
                 }
             }
         });
-        let bytes = result.as_ref().ok().map(|(s, _)| s.assignment.host_bytes());
+        let bytes = result.as_ref().ok().map(|(s, _)| {
+            let proofs = self
+                .provers
+                .iter()
+                // Non-zero only once the parameters are loaded: `workers` then does not wait.
+                .map(|p| match p.host_bytes_a_proof(&s.assignment) {
+                    0 => 0,
+                    bytes => p.workers() as u64 * bytes,
+                })
+                .sum();
+            (s.assignment.host_bytes(), proofs)
+        });
         // The receiver is gone only when the batch already failed.
         let _ = sender.send((i, result));
         bytes
