@@ -12,6 +12,7 @@
 pub mod backend;
 pub mod circuits;
 pub mod load;
+pub mod peers;
 pub mod scheduler;
 pub mod service;
 
@@ -23,12 +24,16 @@ pub mod pb {
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use peers::Peers;
 use scheduler::{Backend, Scheduler};
+use tokio_stream::StreamExt;
 
-/// Serves `backend` on `listener` until `shutdown` resolves; then pending jobs are cancelled,
-/// and running ones finish before this returns.
+/// Serves `backend` on `listener` to `peers` until `shutdown` resolves; then pending jobs
+/// are cancelled, and running ones finish before this returns. A connection from another peer
+/// is closed as it is accepted, with a logged warning.
 pub async fn serve(
     listener: tokio::net::TcpListener,
+    peers: Peers,
     backend: Arc<dyn Backend>,
     max_pending: usize,
     shutdown: impl std::future::Future<Output = ()> + Send,
@@ -39,7 +44,25 @@ pub async fn serve(
     ))
     // Curio's C1 outputs are ~50 MB at 32 GiB.
     .max_decoding_message_size(MAX_MESSAGE_BYTES);
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let incoming =
+        tokio_stream::wrappers::TcpListenerStream::new(listener).filter(move |accepted| {
+            let Ok(stream) = accepted else {
+                return true;
+            };
+            match stream.peer_addr() {
+                Ok(peer) if peers.admits(peer.ip()) => true,
+                Ok(peer) => {
+                    log::warn!(
+                        "closed a connection from {peer}: not among the allowed peers ({peers})"
+                    );
+                    false
+                }
+                Err(e) => {
+                    log::warn!("closed a connection whose peer is unknown: {e}");
+                    false
+                }
+            }
+        });
     // Pending jobs are cancelled as the signal comes, so that calls awaiting them return
     // and the server can finish its calls in flight.
     let stopping = scheduler.clone();

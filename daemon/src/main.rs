@@ -10,6 +10,7 @@ use wgpu_groth16::groth16::{Backend, ProverConfig, ProverEngine};
 use wgpu_groth16_cli::{DeviceArgs, VramArgs};
 use wgpu_groth16_daemon::backend::FilecoinBackend;
 use wgpu_groth16_daemon::pb::{Priority, ProofKind, SubmitProofRequest};
+use wgpu_groth16_daemon::peers::{Network, Peers};
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -25,9 +26,16 @@ enum Command {
     /// Serve cuzk.v1.ProvingEngine until SIGTERM or Ctrl-C: pending jobs are then cancelled
     /// and running ones finish.
     Serve {
-        /// Address to listen on (Curio's `[Cuzk] Address`).
+        /// Address to listen on (Curio's `[Cuzk] Address`). The protocol has no
+        /// authentication: beyond loopback, whoever reaches the address can submit jobs
+        /// (limit them with --allow, and a firewall).
         #[arg(long, default_value = "127.0.0.1:9820")]
         listen: String,
+        /// Peers that may connect, as networks (10.0.0.0/8, 192.168.1.7, fd00::/8; a comma
+        /// list); other connections are closed as they arrive. Default: every peer that
+        /// reaches --listen.
+        #[arg(long, value_delimiter = ',')]
+        allow: Vec<Network>,
         /// Jobs that may wait for a GPU; more are refused with RESOURCE_EXHAUSTED.
         #[arg(long, default_value_t = 64)]
         max_pending: usize,
@@ -105,6 +113,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve {
             listen,
+            allow,
             max_pending,
             preload,
             gpus,
@@ -116,6 +125,7 @@ fn main() -> ExitCode {
             Ok(vram_budget) => serve(
                 &cli.device,
                 &listen,
+                Peers::only(allow),
                 max_pending,
                 &preload,
                 Lanes {
@@ -155,6 +165,7 @@ struct Lanes {
 fn serve(
     device: &DeviceArgs,
     listen: &str,
+    peers: Peers,
     max_pending: usize,
     preload: &[String],
     lanes: Lanes,
@@ -182,11 +193,21 @@ fn serve(
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         log::info!(
-            "serving cuzk.v1.ProvingEngine on {} ({} pending jobs at most)",
+            "serving cuzk.v1.ProvingEngine on {} to {peers} ({} pending jobs at most)",
             wgpu_groth16_daemon::describe(addr),
             max_pending
         );
-        wgpu_groth16_daemon::serve(listener, backend, max_pending, shutdown_signal())
+        if !addr.ip().is_loopback() {
+            log::warn!(
+                "listening on {addr}, beyond this machine: the protocol has no \
+                 authentication, so {} can submit jobs",
+                match peers.admits_any() {
+                    true => "anyone who reaches this address (limit them with --allow)".into(),
+                    false => format!("any peer in {peers}"),
+                }
+            );
+        }
+        wgpu_groth16_daemon::serve(listener, peers, backend, max_pending, shutdown_signal())
             .await
             .map_err(|e| e.to_string())
     })?;

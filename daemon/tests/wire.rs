@@ -20,6 +20,7 @@ use wgpu_groth16_daemon::load;
 use wgpu_groth16_daemon::pb::await_proof_response::Status;
 use wgpu_groth16_daemon::pb::proving_engine_client::ProvingEngineClient;
 use wgpu_groth16_daemon::pb::*;
+use wgpu_groth16_daemon::peers::{Network, Peers};
 use wgpu_groth16_daemon::scheduler::{Backend, Lane, LoadedSrs, Proved};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
 use wgpu_groth16_filecoin::params::ParamsFiles;
@@ -200,13 +201,27 @@ fn start_stoppable(
     String,
     Stop,
 ) {
+    let (runtime, address, stop) = serve_on_loopback(backend, max_pending, Peers::any());
+    let client = runtime
+        .block_on(ProvingEngineClient::connect(address.clone()))
+        .unwrap();
+    (runtime, client, address, stop)
+}
+
+/// A daemon on a loopback port serving `peers`: its address and what stops it.
+fn serve_on_loopback(
+    backend: Arc<dyn Backend>,
+    max_pending: usize,
+    peers: Peers,
+) -> (tokio::runtime::Runtime, String, Stop) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (client, address, server) = runtime.block_on(async {
+    let (address, server) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = format!("http://{}", listener.local_addr().unwrap());
         let server = tokio::spawn(wgpu_groth16_daemon::serve(
             listener,
+            peers,
             backend,
             max_pending,
             // A dropped sender never stops it.
@@ -216,10 +231,71 @@ fn start_stoppable(
                 }
             },
         ));
-        let client = ProvingEngineClient::connect(address.clone()).await.unwrap();
-        (client, address, server)
+        (address, server)
     });
-    (runtime, client, address, (stop, server))
+    (runtime, address, (stop, server))
+}
+
+/// `--allow`: a peer outside the allowed networks is closed as it connects (no call reaches
+/// the queue), one inside is served.
+#[test]
+fn only_allowed_peers_are_served() {
+    let network = |s: &str| s.parse::<Network>().unwrap();
+    let gate = Arc::new(Gate::default());
+    gate.open();
+    let elsewhere = Peers::only(vec![network("10.0.0.0/8"), network("::1")]);
+    let (runtime, address, _stop) = serve_on_loopback(gate.clone(), 4, elsewhere);
+    runtime.block_on(async {
+        let refused = match ProvingEngineClient::connect(address.clone()).await {
+            Err(e) => e.to_string(),
+            Ok(mut client) => {
+                let err = client
+                    .submit_proof(job("outside", Priority::Normal, b"no"))
+                    .await
+                    .unwrap_err();
+                // The connection closed under the call: a transport error, no reply.
+                assert!(
+                    matches!(
+                        err.code(),
+                        tonic::Code::Unavailable | tonic::Code::Cancelled
+                    ),
+                    "{err}"
+                );
+                err.to_string()
+            }
+        };
+        assert!(!refused.is_empty());
+    });
+    assert!(gate.started().is_empty(), "no job from a refused peer");
+    let loopback = Peers::only(vec![network("127.0.0.0/8")]);
+    let (runtime, address, _stop) = serve_on_loopback(gate.clone(), 4, loopback);
+    runtime.block_on(async {
+        let mut client = ProvingEngineClient::connect(address).await.unwrap();
+        let inside = submit(&mut client, job("inside", Priority::Normal, b"yes")).await;
+        let done = wait(&mut client, &inside.job_id, 0).await;
+        assert_eq!(done.proof, b"sey");
+    });
+}
+
+/// A request over the message limit is refused with a status from the length its frame
+/// declares, and the daemon goes on serving.
+#[test]
+fn a_request_over_the_limit_is_refused_and_the_daemon_goes_on() {
+    let gate = Arc::new(Gate::default());
+    gate.open();
+    let (runtime, mut client) = start(gate.clone(), 4);
+    runtime.block_on(async {
+        let mut unlimited = client.clone().max_encoding_message_size(usize::MAX);
+        let over = vec![0u8; wgpu_groth16_daemon::MAX_MESSAGE_BYTES + 1];
+        let err = unlimited
+            .submit_proof(job("over", Priority::Normal, &over))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::OutOfRange, "{err}");
+        let next = submit(&mut client, job("next", Priority::Normal, b"ok")).await;
+        assert_eq!(wait(&mut client, &next.job_id, 0).await.proof, b"ko");
+    });
+    assert_eq!(gate.started(), ["next"]);
 }
 
 /// Stopping the daemon cancels the pending jobs (whose awaits return at once) and lets the
