@@ -192,11 +192,6 @@ fn serve(
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        log::info!(
-            "serving cuzk.v1.ProvingEngine on {} to {peers} ({} pending jobs at most)",
-            wgpu_groth16_daemon::describe(addr),
-            max_pending
-        );
         if !addr.ip().is_loopback() {
             log::warn!(
                 "listening on {addr}, beyond this machine: the protocol has no \
@@ -207,6 +202,11 @@ fn serve(
                 }
             );
         }
+        log::info!(
+            "serving cuzk.v1.ProvingEngine on {} to {peers} ({} pending jobs at most)",
+            wgpu_groth16_daemon::describe(addr),
+            max_pending
+        );
         wgpu_groth16_daemon::serve(listener, peers, backend, max_pending, shutdown_signal())
             .await
             .map_err(|e| e.to_string())
