@@ -201,7 +201,8 @@ fn parts_path_equals_bellperson(wide: WideMul) {
     }
 }
 
-/// The H step with one of a, b, c on the device at a time equals bellperson's.
+/// The H step with one of a, b, c on the device at a time equals bellperson's, with b and c
+/// borrowed and owned (dropped once uploaded).
 fn assert_h_in_parts_equals(
     kernels: &NttKernels,
     a: &[Scalar],
@@ -209,14 +210,17 @@ fn assert_h_in_parts_equals(
     c: &[Scalar],
     expected: &[Scalar],
 ) {
-    let h = kernels.h_in_parts(a, b, c).unwrap();
-    let mut coefficients = h.download(kernels.gpu()).unwrap();
-    coefficients.truncate(h.len() - 1);
-    assert!(
-        coefficients == expected,
-        "H step one vector at a time, {} parts",
-        h.parts().len()
-    );
+    let borrowed = kernels.h_in_parts(a, b, c).unwrap();
+    let owned = kernels.h_in_parts(a, b.to_vec(), c.to_vec()).unwrap();
+    for (h, how) in [(borrowed, "borrowed"), (owned, "owned")] {
+        let mut coefficients = h.download(kernels.gpu()).unwrap();
+        coefficients.truncate(h.len() - 1);
+        assert!(
+            coefficients == expected,
+            "H step one vector at a time, {} parts, b and c {how}",
+            h.parts().len()
+        );
+    }
 }
 
 #[test]

@@ -249,8 +249,8 @@ impl Prover {
 
     /// Host bytes each proof in flight holds beside its synthesized circuit where the plan
     /// keeps the scalars in host memory: a, b, c computed from the witness (a recorded
-    /// system's), the A and B scalars selected, and with the H step in parts b and c read
-    /// back. A batch sets them aside from its host budget for every worker before it sizes
+    /// system's), the A and B scalars selected, and with the H step in parts b's and c's
+    /// transforms read back (in place of b and c computed for the proof). A batch sets them aside from its host budget for every worker before it sizes
     /// how many circuits it synthesizes ahead (uncounted, ten 2^27 partitions within 12 GiB
     /// on the H200 reached 125.7 of the host's 128.4 GB). Zero where the scalars are on the
     /// device (the budget's other half covers those proofs), and while the parameters are
@@ -267,13 +267,14 @@ impl Prover {
             Some(system) => system.rows(),
             None => assignment.a.len(),
         };
-        let products = match assignment.deferred_products {
-            Some(_) => 3 * rows,
-            None => 0,
-        };
-        let read_back = match plan.h_in_parts() {
-            true => 2 * rows.max(1).next_power_of_two(),
-            false => 0,
+        let domain = rows.max(1).next_power_of_two();
+        // The parted H step drops b and c computed for the proof once uploaded and reads
+        // their transforms back at the domain's size.
+        let (products, read_back) = match (&assignment.deferred_products, plan.h_in_parts()) {
+            (Some(_), true) => (rows, 2 * domain),
+            (Some(_), false) => (3 * rows, 0),
+            (None, true) => (0, 2 * domain),
+            (None, false) => (0, 0),
         };
         let selected = assignment.input_assignment.len()
             + assignment.a_aux_density.total()

@@ -14,6 +14,7 @@ mod tables;
 
 pub use reference::{h_coefficients_cpu, ntt_cpu};
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -367,22 +368,27 @@ impl NttKernels {
     /// buffer for the passes that take them (`HProduct`, `HFinish`). The same dispatches as
     /// [`h_resident`](Self::h_resident), so the same values; leaves h in the returned vector.
     /// Device bytes: one vector and one part ([`h_in_parts_bytes`](Self::h_in_parts_bytes)).
-    pub fn h_in_parts(
+    /// Host memory: b and c given owned are dropped once uploaded, before their transforms
+    /// are read back (at 2^27, 8 GiB less at once).
+    pub fn h_in_parts<'a>(
         &self,
         a: &[Scalar],
-        b: &[Scalar],
-        c: &[Scalar],
+        b: impl Into<Cow<'a, [Scalar]>>,
+        c: impl Into<Cow<'a, [Scalar]>>,
     ) -> Result<DeviceVector<Scalar>> {
-        let log_n = h_domain(a, b, c)?.trailing_zeros();
+        let (b, c) = (b.into(), c.into());
+        let log_n = h_domain(a, &b, &c)?.trailing_zeros();
         let tables = self.tables(log_n)?;
-        let transformed = |values: &[Scalar], add: fn(&DomainTables, Layout, &mut Vec<Step>)| {
-            let vector = self.upload(values, log_n)?;
-            let mut steps = Vec::new();
-            add(&tables, self.layout(&vector), &mut steps);
-            self.gpu
-                .wait_for(self.submit(&tables, &steps, [&vector, &vector, &vector])?)?;
-            vector.download(&self.gpu)
-        };
+        let transformed =
+            |values: Cow<[Scalar]>, add: fn(&DomainTables, Layout, &mut Vec<Step>)| {
+                let vector = self.upload(&values, log_n)?;
+                drop(values);
+                let mut steps = Vec::new();
+                add(&tables, self.layout(&vector), &mut steps);
+                self.gpu
+                    .wait_for(self.submit(&tables, &steps, [&vector, &vector, &vector])?)?;
+                vector.download(&self.gpu)
+            };
         let b = transformed(b, to_coset_steps)?;
         let c = transformed(c, unscaled_coefficients_steps)?;
         let a = self.upload(a, log_n)?;

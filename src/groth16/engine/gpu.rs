@@ -1,6 +1,7 @@
 //! The heavy steps on one device: the MSM and NTT kernels compiled once, a buffer pool within
 //! a VRAM budget, and the two stage locks.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
@@ -51,7 +52,20 @@ pub enum GpuVector<'a> {
     Device(Box<DeviceVector<Scalar>>),
 }
 
-impl GpuVector<'_> {
+impl<'a> GpuVector<'a> {
+    /// The values in host memory, taken out (an owned vector is left empty); none for a
+    /// device vector.
+    fn take_host(&mut self) -> Cow<'a, [Scalar]> {
+        match std::mem::replace(self, GpuVector::Owned(Vec::new())) {
+            GpuVector::Host(values) => Cow::Borrowed(values),
+            GpuVector::Owned(values) => Cow::Owned(values),
+            device => {
+                *self = device;
+                Cow::Borrowed(&[])
+            }
+        }
+    }
+
     /// The values, where they are in host memory.
     fn on_host(&self) -> Option<&[Scalar]> {
         match self {
@@ -496,9 +510,12 @@ impl Engine for GpuEngine {
     }
 
     fn h_step(&self, inputs: &mut [GpuVector<'_>; 3], in_parts: bool) -> Result<()> {
-        if let [Some(a), Some(b), Some(c)] = inputs.each_ref().map(GpuVector::on_host) {
+        if inputs.iter().all(|v| v.on_host().is_some()) {
             if in_parts {
-                let h = self.ntt.h_in_parts(a, b, c)?;
+                // b and c computed for this proof go to the H step, to drop once uploaded.
+                let [a, b, c] = &mut *inputs;
+                let a = a.on_host().unwrap_or_default();
+                let h = self.ntt.h_in_parts(a, b.take_host(), c.take_host())?;
                 *inputs = [
                     GpuVector::Device(Box::new(h)),
                     GpuVector::Owned(Vec::new()),
@@ -506,6 +523,7 @@ impl Engine for GpuEngine {
                 ];
                 return Ok(());
             }
+            let [a, b, c] = inputs.each_ref().map(|v| v.on_host().unwrap_or_default());
             *inputs = self
                 .ntt
                 .upload_h_inputs(a, b, c)?
