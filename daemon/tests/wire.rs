@@ -253,14 +253,11 @@ fn only_allowed_peers_are_served() {
                     .submit_proof(job("outside", Priority::Normal, b"no"))
                     .await
                     .unwrap_err();
-                // The connection closed under the call: a transport error, no reply.
-                assert!(
-                    matches!(
-                        err.code(),
-                        tonic::Code::Unavailable | tonic::Code::Cancelled
-                    ),
-                    "{err}"
-                );
+                // The connection closed under the call: a transport error (cancelled, broken
+                // pipe, reset: whichever the race gives), no reply from the daemon.
+                let transport = std::error::Error::source(&err)
+                    .is_some_and(|e| e.downcast_ref::<tonic::transport::Error>().is_some());
+                assert!(transport, "{err}");
                 err.to_string()
             }
         };
