@@ -250,11 +250,12 @@ impl Prover {
     /// Host bytes each proof in flight holds beside its synthesized circuit where the plan
     /// keeps the scalars in host memory: a, b, c computed from the witness (a recorded
     /// system's), the A and B scalars selected, and with the H step in parts b's and c's
-    /// transforms read back (in place of b and c computed for the proof). A batch sets them aside from its host budget for every worker before it sizes
-    /// how many circuits it synthesizes ahead (uncounted, ten 2^27 partitions within 12 GiB
-    /// on the H200 reached 125.7 of the host's 128.4 GB). Zero where the scalars are on the
-    /// device (the budget's other half covers those proofs), and while the parameters are
-    /// still loading (this does not wait for them).
+    /// transforms read back (in place of b and c computed for the proof). A batch sets them
+    /// aside from its host budget for every worker before it sizes how many circuits it
+    /// synthesizes ahead (uncounted, ten 2^27 partitions within 12 GiB on the H200 reached
+    /// 125.7 of the host's 128.4 GB). Zero where the scalars are on the device (the budget's
+    /// other half covers those proofs), and while the parameters are still loading (this
+    /// does not wait for them).
     pub fn host_bytes_a_proof(&self, assignment: &ProvingAssignment) -> u64 {
         let plan = match self.params.ready.get() {
             Some(Ok(loaded)) => loaded.resident.as_ref().map(|r| &r.plan),

@@ -200,8 +200,8 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
 
     /// Synthesizes the next circuit in its slot and sends it to the hand-over: the bytes of
     /// its assignment and the host bytes the batch's proofs in flight hold beside theirs
-    /// (every worker's, [`crate::groth16::Prover::host_bytes_a_proof`]), or `None` when no circuit was left
-    /// or its synthesis failed.
+    /// (every worker's, [`crate::groth16::Prover::host_bytes_a_proof`]), or `None` when no
+    /// circuit was left or its synthesis failed.
     fn synthesize_next(&self, sender: &mpsc::Sender<SynthesisOutcome>) -> Option<(u64, u64)> {
         if let Err(cancelled) = self.token.check() {
             self.fail(cancelled);

@@ -53,15 +53,15 @@ pub enum GpuVector<'a> {
 }
 
 impl<'a> GpuVector<'a> {
-    /// The values in host memory, taken out (an owned vector is left empty); none for a
-    /// device vector.
-    fn take_host(&mut self) -> Cow<'a, [Scalar]> {
+    /// The values in host memory, taken out (an owned vector is left empty); `None`, and
+    /// the vector left as it is, on the device.
+    fn take_host(&mut self) -> Option<Cow<'a, [Scalar]>> {
         match std::mem::replace(self, GpuVector::Owned(Vec::new())) {
-            GpuVector::Host(values) => Cow::Borrowed(values),
-            GpuVector::Owned(values) => Cow::Owned(values),
+            GpuVector::Host(values) => Some(Cow::Borrowed(values)),
+            GpuVector::Owned(values) => Some(Cow::Owned(values)),
             device => {
                 *self = device;
-                Cow::Borrowed(&[])
+                None
             }
         }
     }
@@ -247,11 +247,14 @@ impl GpuEngine {
         // chunk bucket arrays capped at halves of the widest windows' down to the narrowest
         // windows (the windows' buckets are the same at every chunk size: at 2^27 they alone
         // kept an 8 GiB budget from holding one proof).
-        let option = |limits: MsmLimits| -> Result<ChunkOption> {
-            let (g1, g2) = (
+        let plans = |limits: MsmLimits| -> Result<_> {
+            Ok((
                 self.g1.plan_within(g1_len.max(1), limits)?,
                 self.g2.plan_within(g2_len.max(1), limits)?,
-            );
+            ))
+        };
+        let option = |limits: MsmLimits| -> Result<ChunkOption> {
+            let (g1, g2) = plans(limits)?;
             Ok(ChunkOption {
                 points: [g1.chunk, g2.chunk],
                 bucket_bytes: limits.bucket_bytes,
@@ -269,17 +272,9 @@ impl GpuEngine {
             chunks.push(option(MsmLimits::chunks_of(cap))?);
         }
         let smallest_chunk = chunks[chunks.len() - 1].points[0];
-        let widest_buckets = [
-            self.g1
-                .plan_within(g1_len.max(1), MsmLimits::chunks_of(smallest_chunk))?,
-            self.g2
-                .plan_within(g2_len.max(1), MsmLimits::chunks_of(smallest_chunk))?,
-        ]
-        .iter()
-        .zip([G1::XYZZ_BYTES, G2::XYZZ_BYTES])
-        .map(|(plan, xyzz)| plan.layout.total_buckets() * xyzz as u64)
-        .max()
-        .unwrap_or(0);
+        let (g1_widest, g2_widest) = plans(MsmLimits::chunks_of(smallest_chunk))?;
+        let widest_buckets = (g1_widest.layout.total_buckets() * G1::XYZZ_BYTES as u64)
+            .max(g2_widest.layout.total_buckets() * G2::XYZZ_BYTES as u64);
         // Each curve takes its narrowest windows under a cap below them: only caps that
         // shrink what is kept are options.
         let mut bucket_bytes = widest_buckets / 2;
@@ -514,8 +509,11 @@ impl Engine for GpuEngine {
             if in_parts {
                 // b and c computed for this proof go to the H step, to drop once uploaded.
                 let [a, b, c] = &mut *inputs;
-                let a = a.on_host().unwrap_or_default();
-                let h = self.ntt.h_in_parts(a, b.take_host(), c.take_host())?;
+                let (Some(a), Some(b), Some(c)) = (a.on_host(), b.take_host(), c.take_host())
+                else {
+                    return Err(Error::Internal("the H step's inputs left the host".into()));
+                };
+                let h = self.ntt.h_in_parts(a, b, c)?;
                 *inputs = [
                     GpuVector::Device(Box::new(h)),
                     GpuVector::Owned(Vec::new()),
