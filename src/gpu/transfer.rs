@@ -23,8 +23,10 @@ use crate::error::{Error, Result};
 const CHUNK: u64 = 32 << 20;
 /// Read-back staging buffers: one being drained on the CPU, the others in copy.
 const SLOTS: usize = 3;
-/// Most upload staging buffers (1 GiB of host memory): beyond this, an upload waits for the
-/// oldest idle slot's copy (and makes one more only when every slot is being written).
+/// Most upload staging buffers (1 GiB): beyond this, an upload waits for the oldest idle
+/// slot's copy (and makes one more only when every slot is being written). A VRAM budget
+/// may lower it ([`super::GpuContext::limit_upload_staging`]): drivers with resizable BAR
+/// place these mapped buffers in device memory.
 const MAX_UPLOAD_SLOTS: usize = 32;
 
 type MapResult = std::result::Result<(), wgpu::BufferAsyncError>;
@@ -46,11 +48,21 @@ pub struct Staging {
 }
 
 /// Upload slots not being written, most recently given back last, and how many exist (those
-/// being written included) against [`MAX_UPLOAD_SLOTS`].
-#[derive(Default)]
+/// being written included) against `limit`.
 struct UploadSlots {
     idle: Vec<Slot>,
     made: usize,
+    limit: usize,
+}
+
+impl Default for UploadSlots {
+    fn default() -> Self {
+        UploadSlots {
+            idle: Vec::new(),
+            made: 0,
+            limit: MAX_UPLOAD_SLOTS,
+        }
+    }
 }
 
 impl std::fmt::Debug for Staging {
@@ -217,6 +229,29 @@ impl super::GpuContext {
         self.check_alive()
     }
 
+    /// Bytes of one staging buffer.
+    pub fn staging_buffer_bytes(&self) -> u64 {
+        chunk_size(self)
+    }
+
+    /// Keeps the upload staging buffers within `bytes` (whole buffers, at least one, at
+    /// most [`MAX_UPLOAD_SLOTS`]); idle buffers past the new limit are freed now. Uploads
+    /// that find every buffer being written by another upload still make one more, so
+    /// concurrent uploaders may pass the limit by a buffer each.
+    pub fn limit_upload_staging(&self, bytes: u64) {
+        let chunk = chunk_size(self);
+        let limit = usize::try_from(bytes / chunk)
+            .unwrap_or(usize::MAX)
+            .clamp(1, MAX_UPLOAD_SLOTS);
+        let mut slots = self.lock_upload_slots();
+        slots.limit = limit;
+        while slots.made > limit && !slots.idle.is_empty() {
+            let slot = slots.idle.remove(0);
+            slot.buffer.destroy();
+            slots.made -= 1;
+        }
+    }
+
     fn lock_upload_slots(&self) -> std::sync::MutexGuard<'_, UploadSlots> {
         self.staging
             .upload
@@ -234,7 +269,7 @@ impl super::GpuContext {
             }
         }
         // With none idle every slot is being written by another upload: one more, past the cap.
-        if slots.made < MAX_UPLOAD_SLOTS || slots.idle.is_empty() {
+        if slots.made < slots.limit || slots.idle.is_empty() {
             slots.made += 1;
             drop(slots);
             let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;

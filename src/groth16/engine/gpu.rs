@@ -41,6 +41,9 @@ pub struct GpuEngine {
     compute: Mutex<()>,
     /// Proofs in flight on this device, as the latest plan allows.
     slots: ProofSlots,
+    /// Device memory this process held once the kernels were built (context, pipelines,
+    /// tables), where the driver says: counted against the VRAM budget beside the pool.
+    held_before: u64,
 }
 
 /// Fr values for the GPU engine: still in host memory (uploaded where they are used), or in
@@ -103,6 +106,11 @@ pub struct ResidentParams {
     _budget: Reservation,
 }
 
+/// The share of a VRAM budget (1/16) its upload staging buffers may hold, up to
+/// [`MAX_STAGING`], the staging's own cap.
+const STAGING_SHARE: u64 = 16;
+const MAX_STAGING: u64 = 1 << 30;
+
 /// The smallest MSM chunk a plan chooses: smaller ones add passes for little room.
 const SMALLEST_CHUNK: usize = 1 << 14;
 
@@ -140,7 +148,7 @@ impl GpuEngine {
             }
         };
         let pool = BufferPool::new(&gpu, budget);
-        Ok(GpuEngine {
+        let mut engine = GpuEngine {
             g1: MsmKernels::new(&gpu, wide, msm.clone())?.with_pool(pool.clone()),
             g2: MsmKernels::new(&gpu, wide, msm)?.with_pool(pool.clone()),
             ntt: NttKernels::new(&gpu, wide)?.with_pool(pool.clone()),
@@ -150,7 +158,13 @@ impl GpuEngine {
             staging: Mutex::new(()),
             compute: Mutex::new(()),
             slots: ProofSlots::new(),
-        })
+            held_before: 0,
+        };
+        engine.held_before = device_memory(&engine.gpu.adapter)
+            .and_then(|memory| memory.used_bytes)
+            .unwrap_or(0);
+        engine.set_vram_budget(budget);
+        Ok(engine)
     }
 
     pub fn gpu(&self) -> &GpuContext {
@@ -172,10 +186,30 @@ impl GpuEngine {
     /// Proves within `bytes` of device memory from now on: the MSM workspaces kept for the
     /// old budget are freed, so that the next plan counts its own. Provers made before keep
     /// their plans; make them again.
+    ///
+    /// The budget bounds the process's device memory: the pool gets it less the upload
+    /// staging's share (a sixteenth, in whole staging buffers; below 512 MiB that is none,
+    /// and one 32 MiB buffer stays outside the count) and less what the process held once
+    /// the kernels were built, where the driver says (~0.6 GB on the H200: uncounted, those
+    /// put nvidia-smi 1.2 GB over a 16 GiB budget).
     pub fn set_vram_budget(&self, bytes: u64) {
         self.g1.release_workspaces();
         self.g2.release_workspaces();
-        self.pool.set_budget(bytes);
+        let buffer = self.gpu.staging_buffer_bytes();
+        let staging = (bytes / STAGING_SHARE / buffer * buffer).min(MAX_STAGING);
+        self.gpu.limit_upload_staging(staging);
+        let pool = bytes.saturating_sub(staging + self.held_before);
+        if bytes != u64::MAX {
+            log::info!(
+                "VRAM budget {} MiB: {} MiB for buffers, {} MiB for upload staging, {} MiB \
+                 held before the first buffer (context, pipelines)",
+                bytes >> 20,
+                pool >> 20,
+                staging >> 20,
+                self.held_before >> 20
+            );
+        }
+        self.pool.set_budget(pool);
         // The plans made for the old budget no longer bound the proofs in flight.
         self.slots.set_capacity(usize::MAX);
     }
