@@ -25,8 +25,8 @@ pub struct Footprint {
     pub h_in_parts: u64,
     /// The bases of each set in [`BASE_SETS`] order: (points, bytes of one point).
     pub bases: [(usize, u64); 5],
-    /// The MSM limits to choose from, the largest workspace first: chunk sizes with the
-    /// widest windows, then the smallest chunk with ever smaller bucket arrays.
+    /// The MSM limits to choose from: chunk sizes with the widest windows, largest first;
+    /// then each of those chunk sizes, largest first, with ever smaller bucket arrays.
     pub chunks: Vec<ChunkOption>,
 }
 
@@ -304,7 +304,7 @@ mod tests {
     /// The shape of a 2^27 proof on the H200, near enough: 4 GiB vectors, 12 GiB of G1
     /// bases per set, 24 GiB of G2 bases; workspaces of ~140 bytes a chunk point beside
     /// three bucket arrays of 1 GiB at the widest windows (two G1 workspaces, one G2), then
-    /// capped ones at the smallest chunk; tables 0.25 GiB.
+    /// each chunk with capped ones; tables 0.25 GiB.
     fn shape_2_27() -> Footprint {
         let n = 1usize << 27;
         let option = |bits: u32, bucket_bytes: u64| ChunkOption {
@@ -313,7 +313,9 @@ mod tests {
             kept: (420 << bits) + 3 * bucket_bytes.min(GIB) + GIB / 4,
         };
         let widest = (16..=24).rev().map(|bits| option(bits, u64::MAX));
-        let capped = (24..30).rev().map(|bits| option(16, 1 << bits));
+        let capped = (16..=24)
+            .rev()
+            .flat_map(move |chunk| (24..30).rev().map(move |cap| option(chunk, 1 << cap)));
         let chunks = widest.chain(capped).collect();
         Footprint {
             domain_vector: 4 * GIB,
@@ -374,10 +376,13 @@ mod tests {
             (ProofBuffers::HInParts, 1)
         );
         // The widest windows' buckets (3.25 GiB kept) beside 5 GiB of H step do not fit 8 GiB:
-        // capped buckets do, the largest cap that fits.
+        // capped buckets do, at the largest chunk that fits with some cap (2^21 points:
+        // 0.82 GiB a chunk, 0.75 GiB of streams, 0.25 GiB of tables, three bucket arrays
+        // within 256 MiB), not at the smallest.
         assert!(f.chunks[8].kept + f.h_in_parts > 8 * GIB);
-        assert_eq!(plan.bucket_bytes, 1 << 29, "{plan:?}");
-        assert!(plan.describe(&f).contains("buckets within 512 MiB"));
+        assert_eq!(plan.chunk_points[0], 1 << 21, "{plan:?}");
+        assert_eq!(plan.bucket_bytes, 1 << 28, "{plan:?}");
+        assert!(plan.describe(&f).contains("buckets within 256 MiB"));
         let plan = DevicePlan::new(&f, 12 * GIB, 2).unwrap();
         assert_eq!(plan.bucket_bytes, u64::MAX, "12 GiB: the widest windows");
     }
