@@ -143,7 +143,8 @@ pub fn open_engine(
 #[derive(clap::Args, Clone, Copy, Debug, Default)]
 pub struct VramArgs {
     /// Device memory the prover may use, in MiB: resident bases and constraint matrices,
-    /// each proof's buffers, the MSM workspaces. Default: what the device reports available
+    /// each proof's buffers, the MSM workspaces, upload staging (1/16, up to 1 GiB) and
+    /// what the process holds before its first buffer. Default: what the device reports available
     /// less a headroom (1/16, at least 512 MiB; `info` shows it), or no limit but the
     /// device's where its backend does not tell.
     #[arg(long, value_name = "MIB")]

@@ -277,13 +277,6 @@ impl GpuEngine {
         let g2_len = params.b_g2.len();
         let log_domain = domain.next_power_of_two().trailing_zeros();
         let tables = self.ntt.table_bytes(log_domain);
-        // The device's own chunks, then halves of them down to SMALLEST_CHUNK, all with the
-        // widest windows; then the same chunks, largest first, each with bucket arrays capped
-        // at halves of the widest windows' down to the narrowest windows (the windows' buckets
-        // are the same at every chunk size: at 2^27 they alone kept an 8 GiB budget from
-        // holding one proof). Chunks before caps: a plan of 19,968-point chunks (caps at the
-        // smallest chunk only) took 60 s a 2^27 proof on the H200, where a bit narrower
-        // windows cost a few percent more additions.
         let plans = |limits: MsmLimits| -> Result<_> {
             Ok((
                 self.g1.plan_within(g1_len.max(1), limits)?,
@@ -300,35 +293,41 @@ impl GpuEngine {
                     + tables,
             })
         };
-        let mut widest = vec![option(MsmLimits::NONE)?];
-        loop {
-            let cap = widest[widest.len() - 1].points[0] / 2;
-            if cap < SMALLEST_CHUNK {
-                break;
-            }
-            widest.push(option(MsmLimits::chunks_of(cap))?);
+        // The device's own chunks, then halves of them down to SMALLEST_CHUNK; each with the
+        // widest windows, then with bucket arrays capped at halves of the widest windows'
+        // down to the narrowest windows (the windows' buckets are the same at every chunk
+        // size: at 2^27 they alone kept an 8 GiB budget from holding one proof), in the
+        // order plans prefer them.
+        let mut chunk_points = vec![option(MsmLimits::NONE)?.points[0]];
+        while chunk_points[chunk_points.len() - 1] / 2 >= SMALLEST_CHUNK {
+            chunk_points.push(chunk_points[chunk_points.len() - 1] / 2);
         }
-        let mut chunks = widest.clone();
-        for chunk in &widest {
-            let (g1_widest, g2_widest) = plans(MsmLimits::chunks_of(chunk.points[0]))?;
+        let mut per_chunk = Vec::new();
+        for (i, &points) in chunk_points.iter().enumerate() {
+            let limits = match i {
+                0 => MsmLimits::NONE,
+                _ => MsmLimits::chunks_of(points),
+            };
+            let (g1_widest, g2_widest) = plans(limits)?;
             let widest_buckets = (g1_widest.layout.total_buckets() * G1::XYZZ_BYTES as u64)
                 .max(g2_widest.layout.total_buckets() * G2::XYZZ_BYTES as u64);
+            let mut options = vec![option(limits)?];
             // Each curve takes its narrowest windows under a cap below them: only caps that
             // shrink what is kept are options.
             let mut bucket_bytes = widest_buckets / 2;
-            let mut smallest_kept = chunk.kept;
             while bucket_bytes > 0 {
                 let narrower = option(MsmLimits {
-                    chunk_points: chunk.points[0],
+                    chunk_points: points,
                     bucket_bytes,
                 })?;
-                if narrower.kept < smallest_kept {
-                    smallest_kept = narrower.kept;
-                    chunks.push(narrower);
+                if narrower.kept < options[options.len() - 1].kept {
+                    options.push(narrower);
                 }
                 bucket_bytes /= 2;
             }
+            per_chunk.push(options);
         }
+        let chunks = ChunkOption::preferred(per_chunk);
         let (g1, g2) = (G1::AFFINE_BYTES as u64, G2::AFFINE_BYTES as u64);
         Ok(Footprint {
             domain_vector: self.vector_bytes(domain)?,

@@ -25,8 +25,8 @@ pub struct Footprint {
     pub h_in_parts: u64,
     /// The bases of each set in [`BASE_SETS`] order: (points, bytes of one point).
     pub bases: [(usize, u64); 5],
-    /// The MSM limits to choose from: chunk sizes with the widest windows, largest first;
-    /// then each of those chunk sizes, largest first, with ever smaller bucket arrays.
+    /// The MSM limits to choose from, in the order [`ChunkOption::preferred`] gives. The
+    /// last keeps the least.
     pub chunks: Vec<ChunkOption>,
 }
 
@@ -50,6 +50,31 @@ pub struct ChunkOption {
     /// The MSM workspaces at that size and the NTT's power tables, kept while the engine
     /// lives.
     pub kept: u64,
+}
+
+/// Chunks of at least this many points are large: below it, halving the chunk costs an MSM
+/// more than narrowing its windows by a bit (on the H200 at 2^27, 161,280-point chunks took
+/// MSMs twice as long as 645,120-point ones with narrower windows, and 19,968-point chunks a
+/// proof 60 s; a bit narrower windows add a few percent of additions).
+pub const LARGE_CHUNK: usize = 1 << 20;
+
+impl ChunkOption {
+    /// `options` in the order a plan prefers them: `per_chunk` holds for each chunk size,
+    /// largest first, its options from the widest windows to the narrowest. Large chunks
+    /// ([`LARGE_CHUNK`]) first, wider windows before larger chunks; then the smaller
+    /// chunks, larger chunks before wider windows.
+    pub fn preferred(per_chunk: Vec<Vec<ChunkOption>>) -> Vec<ChunkOption> {
+        let (large, small): (Vec<_>, Vec<_>) = per_chunk
+            .into_iter()
+            .partition(|options| options.first().is_some_and(|o| o.points[0] >= LARGE_CHUNK));
+        let caps = large.iter().map(Vec::len).max().unwrap_or(0);
+        let mut ordered: Vec<ChunkOption> = (0..caps)
+            .flat_map(|cap| large.iter().filter_map(move |options| options.get(cap)))
+            .copied()
+            .collect();
+        ordered.extend(small.into_iter().flatten());
+        ordered
+    }
 }
 
 /// The MSM workspaces and stream buffers take at most this share of the budget (a quarter)
@@ -125,35 +150,6 @@ impl DevicePlan {
         };
         let kept_with_streams =
             |option: &ChunkOption| option.kept + stream_bytes(option).iter().sum::<u64>();
-        // The largest chunks where everything fits; else the largest whose workspaces and
-        // stream buffers take a quarter of the budget at most; else (the windows' buckets are
-        // the same at every chunk size and may alone take more) the largest that leave room
-        // for one proof at its smallest; the same with capped buckets (narrower windows,
-        // more additions a point) only when none with the widest windows does.
-        let widest = || {
-            footprint
-                .chunks
-                .iter()
-                .filter(|option| option.bucket_bytes == u64::MAX)
-        };
-        let room_for_one =
-            |option: &&ChunkOption| kept_with_streams(option) + footprint.h_in_parts <= budget;
-        let chunk = footprint
-            .chunks
-            .iter()
-            .find(|option| option.kept + everything <= budget)
-            .or_else(|| {
-                widest().find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
-            })
-            .or_else(|| widest().find(room_for_one))
-            .or_else(|| footprint.chunks.iter().find(room_for_one))
-            .unwrap_or(smallest);
-        let [g1_bytes, g2_bytes] = stream_bytes(chunk);
-        // Where everything fits nothing streams: no stream buffers to set aside.
-        let kept_streaming = match keep_bases && chunk.kept + everything <= budget {
-            true => chunk.kept,
-            false => chunk.kept + g1_bytes + g2_bytes,
-        };
         // The largest buffers of which one proof fits. (Reserving two proofs in flight with
         // smaller buffers instead was slower: docs/benchmarks/vram-budgets.md, 8fec278.)
         let modes = [
@@ -161,20 +157,44 @@ impl DevicePlan {
             (ProofBuffers::ScalarsStreamed, abc),
             (ProofBuffers::HInParts, footprint.h_in_parts),
         ];
-        let Some((proof, proof_bytes)) = modes
-            .iter()
-            .find(|&&(_, bytes)| kept_streaming + bytes <= budget)
-            .copied()
-        else {
-            return Err(Error::VramBudget {
-                what: "one proof at its smallest (one of the H step's a, b, c and a part of \
-                       another, the MSM workspaces and power tables, two chunks of streamed \
-                       bases per curve)"
-                    .into(),
-                needed: kept_streaming + footprint.h_in_parts,
-                budget,
-            });
+        // Everything resident at the largest chunks where it fits. Else the largest proof
+        // buffers beside which some option fits, and of those options the largest chunk with
+        // the widest windows whose workspaces and stream buffers take a quarter of the budget
+        // at most (the rest keeps bases), else the first that fits: the largest chunk, with
+        // the widest windows that fit there.
+        let everything_fits = keep_bases
+            .then(|| {
+                footprint
+                    .chunks
+                    .iter()
+                    .find(|option| option.kept + everything <= budget)
+            })
+            .flatten();
+        let (chunk, kept_streaming, (proof, proof_bytes)) = match everything_fits {
+            // Where everything fits nothing streams: no stream buffers to set aside.
+            Some(chunk) => (chunk, chunk.kept, modes[0]),
+            None => modes
+                .iter()
+                .find_map(|&(mode, bytes)| {
+                    let fits = |option: &&ChunkOption| kept_with_streams(option) + bytes <= budget;
+                    let mut fitting = footprint.chunks.iter().filter(fits);
+                    fitting
+                        .clone()
+                        .filter(|option| option.bucket_bytes == u64::MAX)
+                        .find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
+                        .or_else(|| fitting.next())
+                        .map(|chunk| (chunk, kept_with_streams(chunk), (mode, bytes)))
+                })
+                .ok_or_else(|| Error::VramBudget {
+                    what: "one proof at its smallest (one of the H step's a, b, c and a part \
+                           of another, the MSM workspaces and power tables, two chunks of \
+                           streamed bases per curve)"
+                        .into(),
+                    needed: kept_with_streams(smallest) + footprint.h_in_parts,
+                    budget,
+                })?,
         };
+        let [g1_bytes, g2_bytes] = stream_bytes(chunk);
         let mut left = budget - kept_streaming - proof_bytes;
         let mut resident_points = [0; 5];
         for (resident, &(points, point_bytes)) in resident_points.iter_mut().zip(&footprint.bases) {
@@ -312,11 +332,17 @@ mod tests {
             bucket_bytes,
             kept: (420 << bits) + 3 * bucket_bytes.min(GIB) + GIB / 4,
         };
-        let widest = (16..=24).rev().map(|bits| option(bits, u64::MAX));
-        let capped = (16..=24)
-            .rev()
-            .flat_map(move |chunk| (24..30).rev().map(move |cap| option(chunk, 1 << cap)));
-        let chunks = widest.chain(capped).collect();
+        let chunks = ChunkOption::preferred(
+            (16..=24)
+                .rev()
+                .map(|chunk| {
+                    let capped = (24..30).rev().map(|cap| option(chunk, 1 << cap));
+                    std::iter::once(option(chunk, u64::MAX))
+                        .chain(capped)
+                        .collect()
+                })
+                .collect(),
+        );
         Footprint {
             domain_vector: 4 * GIB,
             scalar_vectors: 12 * GIB,
@@ -376,15 +402,25 @@ mod tests {
             (ProofBuffers::HInParts, 1)
         );
         // The widest windows' buckets (3.25 GiB kept) beside 5 GiB of H step do not fit 8 GiB:
-        // capped buckets do, at the largest chunk that fits with some cap (2^21 points:
-        // 0.82 GiB a chunk, 0.75 GiB of streams, 0.25 GiB of tables, three bucket arrays
-        // within 256 MiB), not at the smallest.
-        assert!(f.chunks[8].kept + f.h_in_parts > 8 * GIB);
-        assert_eq!(plan.chunk_points[0], 1 << 21, "{plan:?}");
-        assert_eq!(plan.bucket_bytes, 1 << 28, "{plan:?}");
-        assert!(plan.describe(&f).contains("buckets within 256 MiB"));
+        // capped buckets do, the widest cap at which a large chunk fits (2^20 points: 0.41 GiB
+        // a chunk, 0.38 GiB of streams, 0.25 GiB of tables, three bucket arrays within 512
+        // MiB), not the smallest chunk.
+        assert!(f
+            .chunks
+            .iter()
+            .all(|o| o.bucket_bytes < u64::MAX || o.kept + f.h_in_parts > 8 * GIB));
+        assert_eq!(plan.chunk_points[0], LARGE_CHUNK, "{plan:?}");
+        assert_eq!(plan.bucket_bytes, 1 << 29, "{plan:?}");
+        assert!(plan.describe(&f).contains("buckets within 512 MiB"));
         let plan = DevicePlan::new(&f, 12 * GIB, 2).unwrap();
         assert_eq!(plan.bucket_bytes, u64::MAX, "12 GiB: the widest windows");
+        // At 15 GiB a, b, c (12 GiB) leave no room for the widest windows' buckets: narrower
+        // windows keep a, b, c on the device rather than the H step in parts (5 s a 2^27
+        // proof on the H200).
+        let plan = DevicePlan::new(&f, 15 * GIB, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::ScalarsStreamed, "{plan:?}");
+        assert!(plan.bucket_bytes < u64::MAX, "{plan:?}");
+        assert!(plan.chunk_points[0] >= LARGE_CHUNK, "{plan:?}");
     }
 
     /// Window buckets the same at every chunk size and over a quarter of the budget: the
