@@ -369,6 +369,42 @@ fn budget_engine() -> Option<(Arc<ProverEngine>, std::sync::MutexGuard<'static, 
         })
 }
 
+/// A VRAM budget bounds the process's device memory: the pool gets it less the upload
+/// staging's share (a sixteenth, in whole staging buffers, none below 512 MiB) and less
+/// what the process held before its first buffer.
+#[test]
+fn the_pool_gets_the_budget_less_upload_staging_and_what_the_process_held() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let gpu = engine.gpu_engine().expect("a GPU engine");
+    let buffer = gpu.gpu().staging_buffer_bytes();
+    let held = gpu.held_before_buffers();
+    for budget in [
+        1u64 << 30,
+        (1 << 30) + buffer - 1,
+        8 << 30,
+        64 << 30,
+        BUDGET,
+    ] {
+        gpu.set_vram_budget(budget);
+        let staging = (budget / 16 / buffer * buffer).min(1 << 30);
+        assert_eq!(
+            gpu.pool().budget(),
+            budget.saturating_sub(staging + held),
+            "budget {budget}"
+        );
+    }
+    // With the usual 32 MiB buffers: 1 GiB keeps two of them, 64 GiB the staging's cap.
+    if buffer == 32 << 20 {
+        gpu.set_vram_budget(1 << 30);
+        assert_eq!(gpu.pool().budget(), (1 << 30) - (64 << 20) - held);
+        gpu.set_vram_budget(64 << 30);
+        assert_eq!(gpu.pool().budget(), (64 << 30) - (1 << 30) - held);
+    }
+    gpu.set_vram_budget(BUDGET);
+}
+
 #[test]
 fn a_vram_budget_below_one_proof_is_refused() {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
@@ -787,7 +823,7 @@ fn a_failed_load_fails_every_proof_with_its_reason() {
 }
 
 /// Where the window buckets outweigh the rest of the MSM workspaces (2^18 points here), the
-/// footprint offers capped bucket arrays past the smallest chunk, each keeping less, and a
+/// footprint offers capped bucket arrays at every chunk size, each keeping less, and a
 /// budget that holds one proof only with one of them plans narrower windows.
 #[test]
 fn buckets_over_the_budget_plan_narrower_windows() {
@@ -810,13 +846,23 @@ fn buckets_over_the_budget_plan_narrower_windows() {
         .chunks
         .iter()
         .partition(|option| option.bucket_bytes == u64::MAX);
-    let smallest_widest = widest.last().unwrap().kept;
+    let smallest_widest = widest.iter().map(|option| option.kept).min().unwrap();
     assert!(!capped.is_empty(), "{footprint:?}");
-    for pair in capped.windows(2) {
-        assert!(pair[1].kept < pair[0].kept && pair[1].bucket_bytes < pair[0].bucket_bytes);
+    // At each chunk size, each capped option keeps less than the one before it.
+    for (i, option) in footprint.chunks.iter().enumerate() {
+        let before = footprint.chunks[..i]
+            .iter()
+            .filter(|earlier| earlier.points == option.points);
+        for earlier in before {
+            assert!(
+                option.kept < earlier.kept && option.bucket_bytes < earlier.bucket_bytes,
+                "{footprint:?}"
+            );
+        }
     }
-    assert!(capped[0].kept < smallest_widest);
-    let narrowest = capped.last().unwrap();
+    let narrowest = footprint.chunks.last().unwrap();
+    assert!(footprint.chunks.iter().all(|o| o.kept >= narrowest.kept));
+    assert!(narrowest.kept < smallest_widest);
     let streams = 2 * (narrowest.points[0] * 96 + narrowest.points[1] * 192) as u64;
     let budget = narrowest.kept + streams + footprint.h_in_parts;
     assert!(budget < smallest_widest + footprint.h_in_parts);

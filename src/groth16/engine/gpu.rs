@@ -214,6 +214,12 @@ impl GpuEngine {
         self.slots.set_capacity(usize::MAX);
     }
 
+    /// Device memory the process held once this engine's kernels were built, where the
+    /// driver says (else 0): counted against the VRAM budget beside the pool.
+    pub fn held_before_buffers(&self) -> u64 {
+        self.held_before
+    }
+
     /// The default VRAM budget of this engine's device, if its backend tells.
     pub fn default_vram_budget(&self) -> Option<u64> {
         device_memory(&self.gpu.adapter).map(|memory| memory.default_budget())
