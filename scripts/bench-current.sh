@@ -7,7 +7,8 @@
 # BIN holds release builds of wgpu-groth16, wgpu-groth16-filecoin and wgpu-groth16-daemon;
 # OUT receives one log per part. Parameters are made here, never downloaded: random points
 # of the right shape (`bench prove`) or seeded ones (`setup`), in /tmp. The parts:
-#   kernels     the field product, MSMs (G1 2^24 and 2^27, G2 2^22), NTTs and proofs at
+#   kernels     the field product, MSMs (G1 2^24 and 2^27, uniform and with the real PoRep
+#               partition's scalar mix at 2^27, G2 2^22), NTTs and proofs at
 #               2^22 and 2^24 (~6 min on an H200 with 16 cores)
 #   partitions  ten 2^27 partitions of FilecoinLike, recorded synthesis, peak VRAM (~5 min)
 #   c2          the real 2 KiB PoRep C2 and the daemon's throughput (~7 min)
@@ -43,6 +44,7 @@ kernels() {
     wg bench field
     wg bench msm --curve g1 --log-n 24 --runs 3
     wg bench msm --curve g1 --log-n 27 --no-check --runs 2
+    wg bench msm --curve g1 --log-n 27 --scalars porep --no-check --runs 2
     wg bench msm --curve g2 --log-n 22 --runs 3
     wg bench ntt --log-n 24 --runs 3
     wg bench ntt --log-n 27 --no-check --runs 3
@@ -65,7 +67,7 @@ budgets() {
         vram=$!
     fi
     wg bench prove --log-n 18 --batch 1 --synthesis full,recorded \
-        --vram-budget-mib "${SMALL:-0,1024,512,256,128}"
+        --vram-budget-mib "${SMALL:-0,1024,512}"
     # BUDGETS_TIMEOUT bounds the big run where a device call is short; what it finished counts.
     RUST_LOG=wgpu_groth16=info timeout "${BUDGETS_TIMEOUT:-7200}" "$bin/wgpu-groth16" bench prove --log-n 27 \
         --batch 10 --synthesis recorded --no-check \

@@ -10,7 +10,7 @@ use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::Curve;
 use wgpu_groth16::curve::{sample_bases, GpuCurve, G1, G2};
-use wgpu_groth16::field::samples::sample_scalars;
+use wgpu_groth16::field::samples::{sample_scalars, ScalarMix};
 use wgpu_groth16::gpu::WideMul;
 use wgpu_groth16::msm::{
     msm_cpu, MsmBases, MsmConfig, MsmKernels, MsmLimits, Scalars, CHUNK_ALIGN,
@@ -21,12 +21,12 @@ fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
 }
 
 fn random_scalars(seed: u64, n: usize) -> Vec<Scalar> {
-    sample_scalars(seed, n, false)
+    sample_scalars(seed, n, ScalarMix::Uniform)
 }
 
 /// 90% zeros and ones, the rest full-width: the shape of a Filecoin witness.
 fn filecoin_like_scalars(seed: u64, n: usize) -> Vec<Scalar> {
-    sample_scalars(seed, n, true)
+    sample_scalars(seed, n, ScalarMix::Skewed)
 }
 
 fn assert_msm<C: GpuCurve>(
@@ -80,6 +80,10 @@ fn special_scalars_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
         (
             "Filecoin-like 0/1-heavy witness",
             filecoin_like_scalars(5, n),
+        ),
+        (
+            "the real PoRep partition's mix: 1.6% full width",
+            sample_scalars(15, n, ScalarMix::Porep),
         ),
         (
             // Key 1 (window 0, digit ±1) is counted and placed a workgroup at a time: ones
@@ -314,7 +318,7 @@ fn more_scalars_than_bases_is_refused() {
 #[test]
 fn msm_g1_with_the_default_device_equals_blstrs() {
     let b = bases::<G1>(13, 300);
-    let s = sample_scalars(14, 300, true);
+    let s = sample_scalars(14, 300, ScalarMix::Skewed);
     let gpu = wgpu_groth16::msm_g1(&b, &s).unwrap();
     assert_eq!(gpu, msm_cpu::<G1>(&b, &s).unwrap());
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use wgpu_groth16::field::samples::ScalarMix;
 use wgpu_groth16::ntt::LaterPasses;
 
 use crate::commands::{bench_prove, prove, setup};
@@ -133,9 +134,11 @@ pub enum BenchCommand {
         /// log2 of the number of points; a comma list runs several sizes.
         #[arg(long, value_delimiter = ',', default_value = "16")]
         log_n: Vec<u32>,
-        /// Filecoin-like scalars (half zeros, 40% ones) instead of uniform ones.
-        #[arg(long)]
-        skewed: bool,
+        /// How the scalars are drawn: `uniform` (full width), `skewed` (half zeros, 40%
+        /// ones, 10% full width) or `porep` (the real PoRep partition's aux values: 51.2%
+        /// zeros, 47.2% ones, 1.6% full width).
+        #[arg(long, default_value = "uniform")]
+        scalars: ScalarMix,
         /// Skip the blstrs run (and so the check and the CPU column).
         #[arg(long)]
         no_check: bool,

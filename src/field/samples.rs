@@ -18,20 +18,67 @@ pub fn random<F: Field>(seed: u64, n: usize) -> Vec<F> {
     (0..n).map(|_| F::random(&mut rng)).collect()
 }
 
-/// Seeded scalars for tests and benchmarks: uniform, or Filecoin-like (`skewed`): half
-/// zeros, 40% ones, 10% full-width, as bit-heavy witnesses are.
-pub fn sample_scalars(seed: u64, n: usize, skewed: bool) -> Vec<Scalar> {
+/// How seeded benchmark scalars are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarMix {
+    /// Every scalar full width.
+    Uniform,
+    /// Half zeros, 40% ones, 10% full width: bit-heavy witnesses.
+    Skewed,
+    /// The aux values of the real 2 KiB PoRep partition (filecoin-proofs, 2,685,673 values):
+    /// 51.2% zeros, 47.2% ones, 1.6% full width, none in between.
+    Porep,
+}
+
+impl ScalarMix {
+    pub const ALL: [ScalarMix; 3] = [ScalarMix::Uniform, ScalarMix::Skewed, ScalarMix::Porep];
+
+    /// Zeros and ones per thousand scalars; the rest are full width.
+    fn per_thousand(self) -> (u32, u32) {
+        match self {
+            ScalarMix::Uniform => (0, 0),
+            ScalarMix::Skewed => (500, 400),
+            ScalarMix::Porep => (512, 472),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarMix::Uniform => "uniform",
+            ScalarMix::Skewed => "skewed",
+            ScalarMix::Porep => "porep",
+        }
+    }
+}
+
+impl std::str::FromStr for ScalarMix {
+    type Err = String;
+
+    fn from_str(name: &str) -> std::result::Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|mix| mix.name() == name)
+            .ok_or_else(|| format!("{name:?}: expected uniform, skewed or porep"))
+    }
+}
+
+/// `n` seeded scalars drawn as `mix` says (the same seed gives the same scalars).
+pub fn sample_scalars(seed: u64, n: usize, mix: ScalarMix) -> Vec<Scalar> {
     use rand_chacha::rand_core::RngCore;
     use rayon::prelude::*;
     const RUN: usize = 1 << 14;
+    let (zeros, ones) = mix.per_thousand();
     let mut out = vec![Scalar::ZERO; n];
     out.par_chunks_mut(RUN).enumerate().for_each(|(k, part)| {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ ((k as u64) << 32));
         for s in part {
-            *s = match (skewed, rng.next_u32() % 10) {
-                (true, 0..=4) => Scalar::ZERO,
-                (true, 5..=8) => Scalar::ONE,
-                _ => Scalar::random(&mut rng),
+            let draw = rng.next_u32() % 1000;
+            *s = if draw < zeros {
+                Scalar::ZERO
+            } else if draw < zeros + ones {
+                Scalar::ONE
+            } else {
+                Scalar::random(&mut rng)
             };
         }
     });
@@ -146,5 +193,37 @@ impl SampleField for Fp2 {
                 .map(|(i, &x)| Fp2::new(x, e[(i * 7 + 3) % e.len()])),
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each mix draws its shares of zeros, ones and full-width values (within 1% of 200,000
+    /// draws), the same for the same seed, and names itself as it parses.
+    #[test]
+    fn each_mix_draws_its_shares() {
+        let n = 200_000;
+        for mix in ScalarMix::ALL {
+            let scalars = sample_scalars(3, n, mix);
+            assert_eq!(scalars, sample_scalars(3, n, mix), "{mix:?}: seeded");
+            let share = |value: Scalar| {
+                scalars.iter().filter(|&&s| s == value).count() as f64 / n as f64 * 1000.0
+            };
+            let (zeros, ones) = mix.per_thousand();
+            assert!(
+                (share(Scalar::ZERO) - zeros as f64).abs() < 10.0,
+                "{mix:?} zeros"
+            );
+            assert!(
+                (share(Scalar::ONE) - ones as f64).abs() < 10.0,
+                "{mix:?} ones"
+            );
+            assert_eq!(mix.name().parse::<ScalarMix>(), Ok(mix));
+        }
+        assert!("bits".parse::<ScalarMix>().is_err());
+        // The real partition's measured shares.
+        assert_eq!(ScalarMix::Porep.per_thousand(), (512, 472));
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wgpu_groth16::curve::{sample_bases, GpuCurve};
 use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
-use wgpu_groth16::field::samples::sample_scalars;
+use wgpu_groth16::field::samples::{sample_scalars, ScalarMix};
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
 use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
 use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp, StagePasses};
@@ -63,7 +63,7 @@ pub fn field(selector: &AdapterSelector, threads: Option<u32>) -> Result<ExitCod
 
 pub struct MsmOptions {
     pub log_n: Vec<u32>,
-    pub skewed: bool,
+    pub scalars: ScalarMix,
     pub check: bool,
     pub runs: u32,
     pub path: Option<String>,
@@ -129,7 +129,7 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
     for &log_n in &options.log_n {
         let n = 1usize << log_n;
         let bases = sample_bases::<C>(log_n as u64, n);
-        let scalars = sample_scalars(log_n as u64 + 1, n, options.skewed);
+        let scalars = sample_scalars(log_n as u64 + 1, n, options.scalars);
         let plan = kernels.plan(n)?;
         let t = Instant::now();
         let resident = kernels.upload_bases(&bases)?;
@@ -164,7 +164,7 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
         println!(
             "| {} | 2^{log_n} | {} | {} | {} | {} | {} | {} | {} | {} |",
             C::NAME,
-            if options.skewed { "skewed" } else { "uniform" },
+            options.scalars.name(),
             plan.layout,
             n.div_ceil(plan.chunk),
             ms(best),
@@ -241,7 +241,7 @@ pub fn ntt(
     );
     let mut all_equal = true;
     for &log_n in log_ns {
-        let values = sample_scalars(log_n as u64, 1 << log_n, false);
+        let values = sample_scalars(log_n as u64, 1 << log_n, ScalarMix::Uniform);
         let data = kernels.upload(&values, log_n)?;
         let warm_up = Instant::now();
         while warm_up.elapsed() < Duration::from_millis(500) {
@@ -264,7 +264,10 @@ pub fn ntt(
         );
 
         // The H step from host vectors to host coefficients (uploads and read-back included).
-        let (a, b) = (sample_scalars(log_n as u64 + 1, 1 << log_n, false), &values);
+        let (a, b) = (
+            sample_scalars(log_n as u64 + 1, 1 << log_n, ScalarMix::Uniform),
+            &values,
+        );
         let c: Vec<_> = a.iter().zip(b).map(|(x, y)| x * y).collect();
         let mut host_to_host = None;
         if !device_only {

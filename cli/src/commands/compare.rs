@@ -12,7 +12,7 @@ use group::Curve;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use wgpu_groth16::curve::{sample_bases, G1, G2};
-use wgpu_groth16::field::samples::sample_scalars;
+use wgpu_groth16::field::samples::{sample_scalars, ScalarMix};
 use wgpu_groth16::gpu::context::{enumerate_adapters, has_compute};
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext};
 use wgpu_groth16::groth16::engine::{CpuEngine, Engine};
@@ -53,14 +53,14 @@ pub struct KernelJobs {
 impl KernelJobs {
     pub fn new(log_n: u32, seed: u64) -> Self {
         let n = 1 << log_n;
-        let a = sample_scalars(seed + 1, n, false);
-        let b = sample_scalars(seed + 2, n, false);
+        let a = sample_scalars(seed + 1, n, ScalarMix::Uniform);
+        let b = sample_scalars(seed + 2, n, ScalarMix::Uniform);
         let c = a.iter().zip(&b).map(|(x, y)| x * y).collect();
         KernelJobs {
             log_n,
             bases_g1: sample_bases::<G1>(seed, n),
             bases_g2: sample_bases::<G2>(seed, n),
-            scalars: sample_scalars(seed, n, true),
+            scalars: sample_scalars(seed, n, ScalarMix::Skewed),
             a,
             b,
             c,

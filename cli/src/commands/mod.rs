@@ -124,7 +124,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
         BenchCommand::Msm {
             curve,
             log_n,
-            skewed,
+            scalars,
             no_check,
             runs,
             path,
@@ -138,7 +138,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             let defaults = MsmConfig::default();
             let options = bench::MsmOptions {
                 log_n,
-                skewed,
+                scalars,
                 check: !no_check,
                 runs,
                 path,
