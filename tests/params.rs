@@ -16,7 +16,8 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use wgpu_groth16::groth16::circuits::SizeBounds;
 use wgpu_groth16::groth16::params::{
-    CheckRecords, Checked, ParamsShape, PointCheck, ProvingParameters,
+    CheckRecords, Checked, ParamsShape, PointCheck, ProvingParameters, PublishedDigests,
+    PUBLISHED_DIGEST_BYTES,
 };
 use wgpu_groth16::{Error, Result};
 
@@ -726,6 +727,57 @@ fn checked_once_refuses_a_point_outside_the_subgroup_even_after_the_file_was_che
         0,
     );
     assert!(reason.contains("not on the curve"), "{reason}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The published digest of `bytes`: the first 16 bytes of their BLAKE2b-512.
+fn published_digest(bytes: &[u8]) -> [u8; PUBLISHED_DIGEST_BYTES] {
+    blake2b_simd::blake2b(bytes).as_bytes()[..PUBLISHED_DIGEST_BYTES]
+        .try_into()
+        .unwrap()
+}
+
+fn published(name: &Path, digest: [u8; PUBLISHED_DIGEST_BYTES]) -> Arc<PublishedDigests> {
+    let mut published = PublishedDigests::default();
+    published.insert(name.file_name().unwrap().to_str().unwrap(), digest);
+    Arc::new(published)
+}
+
+/// A file whose name is published with its content's digest is taken as the setup's: its
+/// points are not checked (a point outside the subgroup passes, which only a checked read
+/// would refuse), and the next read finds it recorded. Under another digest it is checked
+/// as any other file.
+#[test]
+fn a_published_file_is_not_checked_and_another_digest_is() {
+    let (params, bytes) = fixture();
+    let altered = replace(bytes, record_of("l", 1).start, &g1_outside_subgroup());
+    let dir = records_folder("published");
+    let file = TempFile::new(bytes);
+    let trusted = CheckRecords::in_folder(dir.clone())
+        .with_published(published(file.path(), published_digest(bytes)));
+    let (read, how) = ProvingParameters::read_mmap_checked_once(file.path(), &trusted).unwrap();
+    assert_equal(&read, params);
+    assert_eq!(how, Checked::Published);
+    let (_, how) = ProvingParameters::read_mmap_checked_once(file.path(), &trusted).unwrap();
+    assert_eq!(how, Checked::Before);
+
+    let file = TempFile::new(&altered);
+    // No records from here on: a read that skips the checks records the content as checked.
+    let vouched =
+        CheckRecords::none().with_published(published(file.path(), published_digest(&altered)));
+    let (_, how) = ProvingParameters::read_mmap_checked_once(file.path(), &vouched).unwrap();
+    assert_eq!(
+        how,
+        Checked::Published,
+        "the publisher vouches for these points"
+    );
+
+    let file = TempFile::new(&altered);
+    let other =
+        CheckRecords::none().with_published(published(file.path(), published_digest(bytes)));
+    let result = ProvingParameters::read_mmap_checked_once(file.path(), &other).map(|(p, _)| p);
+    let reason = assert_invalid_point(result, "l", 1);
+    assert!(reason.contains("subgroup"), "{reason}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 

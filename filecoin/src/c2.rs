@@ -234,6 +234,7 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     let checked = params.map(|r| match r.checked {
         Checked::Before => "their points checked before (same content)",
         Checked::Now => "every point checked now",
+        Checked::Published => "the setup's own file (its published digest), not checked",
     });
     out.fact(
         "synthesis",

@@ -17,7 +17,9 @@ use storage_proofs_core::parameter_cache::{
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound};
 
-use wgpu_groth16::groth16::{CheckRecords, Checked, Prover, ProverEngine, ProvingParameters};
+use wgpu_groth16::groth16::{
+    CheckRecords, Checked, Prover, ProverEngine, ProvingParameters, PublishedDigests,
+};
 
 use crate::error::sector_size_name;
 use crate::{Error, Result};
@@ -28,6 +30,23 @@ use crate::{Error, Result};
 pub struct ParamsReady {
     pub read: Duration,
     pub checked: Checked,
+}
+
+/// The digests filecoin-proofs publishes for the trusted setup's files (its
+/// `parameters.json`, in `published-digests.txt`).
+pub fn published_digests() -> Arc<PublishedDigests> {
+    static PUBLISHED: OnceLock<Arc<PublishedDigests>> = OnceLock::new();
+    PUBLISHED
+        .get_or_init(|| {
+            let table = include_str!("published-digests.txt");
+            // Tested to parse: an error here would only cost the setup's files their
+            // checks' skip.
+            Arc::new(PublishedDigests::parse(table).unwrap_or_else(|e| {
+                log::error!("{e}");
+                PublishedDigests::default()
+            }))
+        })
+        .clone()
 }
 
 /// The `.params` and `.vk` paths a filecoin-proofs config names for sectors of `size` bytes
@@ -147,9 +166,11 @@ impl ParamsFiles {
     }
 
     /// Reads the proving parameters, every point checked, the subgroup checks once per
-    /// content ([`CheckRecords::default_location`]).
+    /// content ([`CheckRecords::default_location`]) and not at all for the setup's own
+    /// files, known by the digests filecoin-proofs publishes ([`published_digests`]).
     pub fn read_params(&self) -> wgpu_groth16::Result<(ProvingParameters, Checked)> {
-        ProvingParameters::read_mmap_checked_once(&self.params, &CheckRecords::default_location())
+        let records = CheckRecords::default_location().with_published(published_digests());
+        ProvingParameters::read_mmap_checked_once(&self.params, &records)
     }
 
     /// A prover on `engine` that starts at once while its parameters are read on a thread
@@ -187,5 +208,65 @@ impl ParamsFiles {
             | E::ParamsLoad(_) => self.wrong(&self.params, error.to_string()),
             other => Error::Prover(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line of the table parses, and the files the stack names for each sector size's
+    /// seal, PoSt and update proofs are all in it: the cache identifiers this crate computes
+    /// are the setup's file names.
+    #[test]
+    fn the_published_digests_name_every_proofs_files() {
+        let table = include_str!("published-digests.txt");
+        let lines = table
+            .lines()
+            .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
+            .count();
+        let published = published_digests();
+        assert_eq!(published.len(), lines);
+        let name = |path: &Path| path.file_name().unwrap().to_str().unwrap().to_string();
+        let mut files = Vec::new();
+        for proof in [
+            RegisteredSealProof::StackedDrg2KiBV1_1,
+            RegisteredSealProof::StackedDrg8MiBV1_1,
+            RegisteredSealProof::StackedDrg512MiBV1_1,
+            RegisteredSealProof::StackedDrg32GiBV1_1,
+            RegisteredSealProof::StackedDrg64GiBV1_1,
+        ] {
+            files.push(ParamsFiles::seal(proof).unwrap());
+        }
+        for proof in [
+            RegisteredPoStProof::StackedDrgWinning2KiBV1,
+            RegisteredPoStProof::StackedDrgWinning32GiBV1,
+            RegisteredPoStProof::StackedDrgWindow2KiBV1_2,
+            RegisteredPoStProof::StackedDrgWindow32GiBV1_2,
+            RegisteredPoStProof::StackedDrgWindow64GiBV1_2,
+        ] {
+            files.push(ParamsFiles::post(proof).unwrap());
+        }
+        for proof in [
+            RegisteredUpdateProof::StackedDrg2KiBV1,
+            RegisteredUpdateProof::StackedDrg32GiBV1,
+        ] {
+            files.push(ParamsFiles::update(proof).unwrap());
+        }
+        for files in files {
+            for path in [&files.params, &files.vk] {
+                assert!(
+                    published.get(&name(path)).is_some(),
+                    "{}: {} is not published",
+                    files.proof,
+                    name(path)
+                );
+            }
+        }
+        assert!(
+            PublishedDigests::parse("name 0123").is_err(),
+            "a short digest"
+        );
+        assert!(PublishedDigests::parse("name").is_err(), "no digest");
     }
 }

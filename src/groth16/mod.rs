@@ -20,6 +20,8 @@ pub mod synthesis;
 pub use batch::{prove, prove_batch, prove_batch_random, prove_random};
 pub use cancel::CancelToken;
 pub use engine::{Backend, ProverConfig, ProverEngine};
-pub use params::{CheckRecords, Checked, ParamsShape, PointCheck, ProvingParameters};
+pub use params::{
+    CheckRecords, Checked, ParamsShape, PointCheck, ProvingParameters, PublishedDigests,
+};
 pub use prover::{BatchProgress, ProgressObserver, Prover, DEFAULT_WORKERS};
 pub use report::{ProveReport, Step};

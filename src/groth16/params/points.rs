@@ -123,13 +123,48 @@ pub(super) fn decode_hashed<P: FilePoint>(
             Ok(blake3::hash(&copy))
         })
         .collect::<Result<_>>()?;
+    Ok((points, section_digest(section, count, &runs)))
+}
+
+/// A section's digest from its runs' digests.
+fn section_digest(section: &str, count: usize, runs: &[blake3::Hash]) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(section.as_bytes());
     hasher.update(&(count as u64).to_le_bytes());
     runs.iter().for_each(|run| {
         hasher.update(run.as_bytes());
     });
-    Ok((points, hasher.finalize()))
+    hasher.finalize()
+}
+
+/// Runs copied and hashed at once by [`hash_in_order`].
+const RUNS_AT_ONCE: usize = 64;
+
+/// The digest [`decode_hashed`] gives `bytes` (a section of points of `P`), and the same
+/// private copies, in order, into `whole`: a digest of the file whose points, decoded from
+/// other copies, are those the file's digest covers when the two section digests agree.
+pub(super) fn hash_in_order<P: FilePoint>(
+    section: &'static str,
+    bytes: &[u8],
+    whole: &mut blake2b_simd::State,
+) -> blake3::Hash {
+    let count = bytes.len() / P::SIZE;
+    let mut runs = Vec::with_capacity(count.div_ceil(HASHED_RUN));
+    for group in bytes.chunks(RUNS_AT_ONCE * HASHED_RUN * P::SIZE) {
+        let copies: Vec<(Vec<u8>, blake3::Hash)> = group
+            .par_chunks(HASHED_RUN * P::SIZE)
+            .map(|run| {
+                let copy = run.to_vec();
+                let digest = blake3::hash(&copy);
+                (copy, digest)
+            })
+            .collect();
+        for (copy, digest) in copies {
+            whole.update(&copy);
+            runs.push(digest);
+        }
+    }
+    section_digest(section, count, &runs)
 }
 
 pub(super) fn combine(digests: &[blake3::Hash]) -> blake3::Hash {
