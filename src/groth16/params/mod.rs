@@ -28,6 +28,7 @@ use std::fmt;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::ops::RangeInclusive;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -145,46 +146,65 @@ impl ProvingParameters {
     /// they are checked now and the digest recorded. A corrupt or altered file has another
     /// digest, so it is checked, and refused. A file that `records` says is published under
     /// its name ([`PublishedDigests`]) and whose BLAKE2b is the published digest is not
-    /// checked: its digest is computed in order over private copies, whose section digests
-    /// must be those of the points decoded.
+    /// checked: that digest is computed beside the decode, in order over private copies
+    /// whose section digests must be those of the points decoded.
     pub fn read_mmap_checked_once(path: &Path, records: &CheckRecords) -> Result<(Self, Checked)> {
         let start = Instant::now();
         let map = map_file(path)?;
         let sections = Sections::split(&map)?;
-        let vk = sections.verifying_key()?;
-        let mut digests = Vec::new();
-        let mut section = |name, bytes| -> Result<Arc<Vec<G1Affine>>> {
-            let (points, digest) = decode_hashed(name, bytes)?;
+        let name = path.file_name().and_then(|name| name.to_str());
+        let published = name.and_then(|name| records.published().get(name));
+        let stop = AtomicBool::new(false);
+        let (params, how) = std::thread::scope(|scope| -> Result<_> {
+            // A published name's digest is computed beside the decode, on a thread of its own
+            // (BLAKE2b runs on one core); stopped when the decode fails or finds the content
+            // recorded.
+            let hashing = published.map(|_| scope.spawn(|| hash_published(&map, &sections, &stop)));
+            let _stop = StopOnDrop(&stop);
+            let vk = sections.verifying_key()?;
+            let mut digests = Vec::new();
+            let mut section = |name, bytes| -> Result<Arc<Vec<G1Affine>>> {
+                let (points, digest) = decode_hashed(name, bytes)?;
+                digests.push(digest);
+                Ok(Arc::new(points))
+            };
+            let (h, l, a, b_g1) = (
+                section("h", sections.h)?,
+                section("l", sections.l)?,
+                section("a", sections.a)?,
+                section("b_g1", sections.b_g1)?,
+            );
+            let (b_g2, digest) = decode_hashed::<G2Affine>("b_g2", sections.b_g2)?;
             digests.push(digest);
-            Ok(Arc::new(points))
-        };
-        let (h, l, a, b_g1) = (
-            section("h", sections.h)?,
-            section("l", sections.l)?,
-            section("a", sections.a)?,
-            section("b_g1", sections.b_g1)?,
-        );
-        let (b_g2, digest) = decode_hashed::<G2Affine>("b_g2", sections.b_g2)?;
-        digests.push(digest);
-        let params = ProvingParameters {
-            vk,
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2: Arc::new(b_g2),
-        };
-        let digest = combine(&digests);
-        let how = if records.holds(&digest) {
-            Checked::Before
-        } else if is_published(path, &map, &sections, records.published(), &digests) {
+            let params = ProvingParameters {
+                vk,
+                h,
+                l,
+                a,
+                b_g1,
+                b_g2: Arc::new(b_g2),
+            };
+            let digest = combine(&digests);
+            if records.holds(&digest) {
+                return Ok((params, Checked::Before));
+            }
+            let in_order = hashing.and_then(|thread| thread.join().ok().flatten());
+            let how = match (published, in_order) {
+                (Some(expected), Some(in_order)) if in_order.matches(expected, &digests) => {
+                    in_order.log(path, map.len(), true);
+                    Checked::Published
+                }
+                (_, in_order) => {
+                    if let Some(in_order) = in_order {
+                        in_order.log(path, map.len(), false);
+                    }
+                    params.check_subgroups()?;
+                    Checked::Now
+                }
+            };
             records.record(&digest);
-            Checked::Published
-        } else {
-            params.check_subgroups()?;
-            records.record(&digest);
-            Checked::Now
-        };
+            Ok((params, how))
+        })?;
         log::info!(
             "read {} ({:.2} GiB, points checked {how:?}) in {:.2} s",
             path.display(),
@@ -399,21 +419,54 @@ impl ParamsShape {
     }
 }
 
-/// Whether the file at `path` (mapped as `map`, cut into `sections`) is the one `published`
-/// names: its BLAKE2b-512, computed in order over private copies, starts with the published
-/// digest, and the copies' section digests are `digests`, those of the points decoded (so
-/// the points are the bytes the published digest covers, even if the file changed meanwhile).
-fn is_published(
-    path: &Path,
-    map: &[u8],
-    sections: &Sections<'_>,
-    published: &PublishedDigests,
-    digests: &[blake3::Hash],
-) -> bool {
-    let name = path.file_name().and_then(|name| name.to_str());
-    let Some(expected) = name.and_then(|name| published.get(name)) else {
-        return false;
-    };
+/// Sets the flag when dropped: whatever way a read ends, its hashing thread stops.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A file's BLAKE2b-512, computed in order over private copies of its runs of points, and
+/// those copies' section digests.
+struct InOrder {
+    blake2b: blake2b_simd::Hash,
+    sections: Vec<blake3::Hash>,
+    seconds: f64,
+}
+
+impl InOrder {
+    /// Whether the file is the one published as `expected`: its BLAKE2b starts with it, and
+    /// the copies' section digests are `digests`, those of the points decoded (so the points
+    /// are the bytes the published digest covers, even if the file changed meanwhile).
+    fn matches(&self, expected: &[u8; PUBLISHED_DIGEST_BYTES], digests: &[blake3::Hash]) -> bool {
+        self.blake2b.as_bytes()[..PUBLISHED_DIGEST_BYTES] == expected[..]
+            && self.sections == digests
+    }
+
+    fn log(&self, path: &Path, bytes: usize, matches: bool) {
+        let gib = bytes as f64 / (1u64 << 30) as f64;
+        let hashed = format!(
+            "{gib:.2} GiB hashed in {:.2} s, {:.2} GiB/s, beside the decode",
+            self.seconds,
+            gib / self.seconds
+        );
+        match matches {
+            true => log::info!(
+                "{}: the published digest ({hashed}): its points are the setup's, not checked",
+                path.display()
+            ),
+            false => log::warn!(
+                "{}: not the published digest for its name ({hashed}): every point is checked",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// [`InOrder`] of the file mapped as `map`, cut into `sections`; `None` once `stop` is set.
+fn hash_published(map: &[u8], sections: &Sections<'_>, stop: &AtomicBool) -> Option<InOrder> {
     let start = Instant::now();
     let mut whole = blake2b_simd::State::new();
     let offset = |section: &[u8]| section.as_ptr() as usize - map.as_ptr() as usize;
@@ -422,7 +475,7 @@ fn is_published(
         whole.update(&map[at..offset(section)]);
         at = offset(section) + section.len();
     };
-    let mut in_order = Vec::with_capacity(digests.len());
+    let mut in_order = Vec::with_capacity(5);
     for (name, section) in [
         ("h", sections.h),
         ("l", sections.l),
@@ -430,28 +483,19 @@ fn is_published(
         ("b_g1", sections.b_g1),
     ] {
         between(&mut whole, section);
-        in_order.push(hash_in_order::<G1Affine>(name, section, &mut whole));
+        in_order.push(hash_in_order::<G1Affine>(name, section, &mut whole, stop)?);
     }
     between(&mut whole, sections.b_g2);
-    in_order.push(hash_in_order::<G2Affine>("b_g2", sections.b_g2, &mut whole));
+    in_order.push(hash_in_order::<G2Affine>(
+        "b_g2",
+        sections.b_g2,
+        &mut whole,
+        stop,
+    )?);
     whole.update(&map[at..]);
-    let digest = whole.finalize();
-    let matches =
-        digest.as_bytes()[..PUBLISHED_DIGEST_BYTES] == expected[..] && in_order == digests;
-    let seconds = start.elapsed().as_secs_f64();
-    let gib = map.len() as f64 / (1u64 << 30) as f64;
-    match matches {
-        true => log::info!(
-            "{}: the published digest ({gib:.2} GiB hashed in {seconds:.2} s, {:.2} GiB/s): \
-             its points are the setup's, not checked",
-            path.display(),
-            gib / seconds
-        ),
-        false => log::warn!(
-            "{}: not the published digest for its name ({gib:.2} GiB hashed in {seconds:.2} \
-             s): every point is checked",
-            path.display()
-        ),
-    }
-    matches
+    Some(InOrder {
+        blake2b: whole.finalize(),
+        sections: in_order,
+        seconds: start.elapsed().as_secs_f64(),
+    })
 }

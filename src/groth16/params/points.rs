@@ -4,6 +4,7 @@
 use blstrs::{Fp, G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::PointCheck;
 use crate::error::{Error, Result};
@@ -143,14 +144,19 @@ const RUNS_AT_ONCE: usize = 64;
 /// The digest [`decode_hashed`] gives `bytes` (a section of points of `P`), and the same
 /// private copies, in order, into `whole`: a digest of the file whose points, decoded from
 /// other copies, are those the file's digest covers when the two section digests agree.
+/// `None` once `stop` is set.
 pub(super) fn hash_in_order<P: FilePoint>(
     section: &'static str,
     bytes: &[u8],
     whole: &mut blake2b_simd::State,
-) -> blake3::Hash {
+    stop: &AtomicBool,
+) -> Option<blake3::Hash> {
     let count = bytes.len() / P::SIZE;
     let mut runs = Vec::with_capacity(count.div_ceil(HASHED_RUN));
     for group in bytes.chunks(RUNS_AT_ONCE * HASHED_RUN * P::SIZE) {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
         let copies: Vec<(Vec<u8>, blake3::Hash)> = group
             .par_chunks(HASHED_RUN * P::SIZE)
             .map(|run| {
@@ -164,7 +170,7 @@ pub(super) fn hash_in_order<P: FilePoint>(
             runs.push(digest);
         }
     }
-    section_digest(section, count, &runs)
+    Some(section_digest(section, count, &runs))
 }
 
 pub(super) fn combine(digests: &[blake3::Hash]) -> blake3::Hash {
