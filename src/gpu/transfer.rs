@@ -235,7 +235,7 @@ impl super::GpuContext {
     }
 
     /// Keeps the upload staging buffers within `bytes` (whole buffers, at least one, at
-    /// most [`MAX_UPLOAD_SLOTS`]); idle buffers past the new limit are freed now. Uploads
+    /// most `MAX_UPLOAD_SLOTS`); idle buffers past the new limit are freed now. Uploads
     /// that find every buffer being written by another upload still make one more, so
     /// concurrent uploaders may pass the limit by a buffer each.
     pub fn limit_upload_staging(&self, bytes: u64) {

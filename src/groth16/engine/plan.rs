@@ -61,7 +61,7 @@ pub const LARGE_CHUNK: usize = 1 << 20;
 impl ChunkOption {
     /// `options` in the order a plan prefers them: `per_chunk` holds for each chunk size,
     /// largest first, its options from the widest windows to the narrowest. Large chunks
-    /// ([`LARGE_CHUNK`]) first, wider windows before larger chunks; then the smaller
+    /// (`LARGE_CHUNK`) first, wider windows before larger chunks; then the smaller
     /// chunks, larger chunks before wider windows.
     pub fn preferred(per_chunk: Vec<Vec<ChunkOption>>) -> Vec<ChunkOption> {
         let (large, small): (Vec<_>, Vec<_>) = per_chunk
