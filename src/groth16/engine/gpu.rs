@@ -190,8 +190,8 @@ impl GpuEngine {
     /// The budget bounds the process's device memory: the pool gets it less the upload
     /// staging's share (a sixteenth, in whole staging buffers; below 512 MiB that is none,
     /// and one 32 MiB buffer stays outside the count) and less what the process held once
-    /// the kernels were built, where the driver says (~0.6 GB on the H200: uncounted, those
-    /// put nvidia-smi 1.2 GB over a 16 GiB budget).
+    /// the kernels were built, where the driver says (194 MiB on the H200). Uncounted,
+    /// staging and those put nvidia-smi 1.2 GB over a 16 GiB budget.
     pub fn set_vram_budget(&self, bytes: u64) {
         self.g1.release_workspaces();
         self.g2.release_workspaces();
@@ -283,47 +283,43 @@ impl GpuEngine {
         let g2_len = params.b_g2.len();
         let log_domain = domain.next_power_of_two().trailing_zeros();
         let tables = self.ntt.table_bytes(log_domain);
-        let plans = |limits: MsmLimits| -> Result<_> {
-            Ok((
-                self.g1.plan_within(g1_len.max(1), limits)?,
-                self.g2.plan_within(g2_len.max(1), limits)?,
-            ))
-        };
-        let option = |limits: MsmLimits| -> Result<ChunkOption> {
-            let (g1, g2) = plans(limits)?;
-            Ok(ChunkOption {
+        // One chunk option and the bytes of its widest bucket array (G1's or G2's).
+        let measure = |limits: MsmLimits| -> Result<(ChunkOption, u64)> {
+            let g1 = self.g1.plan_within(g1_len.max(1), limits)?;
+            let g2 = self.g2.plan_within(g2_len.max(1), limits)?;
+            let option = ChunkOption {
                 points: [g1.chunk, g2.chunk],
                 bucket_bytes: limits.bucket_bytes,
                 kept: WORKSPACES_KEPT as u64 * g1.workspace_bytes(G1::XYZZ_BYTES as u64)
                     + g2.workspace_bytes(G2::XYZZ_BYTES as u64)
                     + tables,
-            })
+            };
+            let buckets = (g1.layout.total_buckets() * G1::XYZZ_BYTES as u64)
+                .max(g2.layout.total_buckets() * G2::XYZZ_BYTES as u64);
+            Ok((option, buckets))
         };
         // The device's own chunks, then halves of them down to SMALLEST_CHUNK; each with the
         // widest windows, then with bucket arrays capped at halves of the widest windows'
         // down to the narrowest windows (the windows' buckets are the same at every chunk
         // size: at 2^27 they alone kept an 8 GiB budget from holding one proof), in the
         // order plans prefer them.
-        let mut chunk_points = vec![option(MsmLimits::NONE)?.points[0]];
-        while chunk_points[chunk_points.len() - 1] / 2 >= SMALLEST_CHUNK {
-            chunk_points.push(chunk_points[chunk_points.len() - 1] / 2);
+        let mut widest = vec![measure(MsmLimits::NONE)?];
+        loop {
+            let points = widest[widest.len() - 1].0.points[0] / 2;
+            if points < SMALLEST_CHUNK {
+                break;
+            }
+            widest.push(measure(MsmLimits::chunks_of(points))?);
         }
         let mut per_chunk = Vec::new();
-        for (i, &points) in chunk_points.iter().enumerate() {
-            let limits = match i {
-                0 => MsmLimits::NONE,
-                _ => MsmLimits::chunks_of(points),
-            };
-            let (g1_widest, g2_widest) = plans(limits)?;
-            let widest_buckets = (g1_widest.layout.total_buckets() * G1::XYZZ_BYTES as u64)
-                .max(g2_widest.layout.total_buckets() * G2::XYZZ_BYTES as u64);
-            let mut options = vec![option(limits)?];
+        for (option, widest_buckets) in widest {
+            let mut options = vec![option];
             // Each curve takes its narrowest windows under a cap below them: only caps that
             // shrink what is kept are options.
             let mut bucket_bytes = widest_buckets / 2;
             while bucket_bytes > 0 {
-                let narrower = option(MsmLimits {
-                    chunk_points: points,
+                let (narrower, _) = measure(MsmLimits {
+                    chunk_points: option.points[0],
                     bucket_bytes,
                 })?;
                 if narrower.kept < options[options.len() - 1].kept {
