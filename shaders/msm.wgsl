@@ -1,6 +1,10 @@
 // Pippenger multi-scalar multiplication over `Affine` bases (G1 or G2 through the Field
 // prelude), in five kernels run per chunk of points:
 //
+// 0. msm_clear_counts zeroes the counts; after the scan msm_start_cursors copies the offsets
+//    into the cursors. Kernels, not buffer fills and copies: a chunk's passes then wait on
+//    no transfer, so the next chunk's bases and scalars, queued before them, upload while
+//    they run (record.rs).
 // 1. msm_count: each scalar out of Montgomery form (written back for the scatter) and its
 //    signed digits, window by window (windows of c or c + 1 bits); count entries per
 //    (window, bucket).
@@ -116,6 +120,25 @@ fn signed_digit(s: Fr, w: u32, carry: ptr<function, u32>) -> u32 {
 const HOT_KEY: u32 = 1u;
 var<workgroup> hot_entries: atomic<u32>;
 var<workgroup> hot_start: u32;
+
+// params.count: the count slots (window buckets and one past them).
+@compute @workgroup_size(64)
+fn msm_clear_counts(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = thread_index(id, groups);
+    if (i < params.count) { atomicStore(&counts[i], 0u); }
+}
+
+// After the scan: each bucket's cursor starts at its offset; the last slot's offset is the
+// sorted list's length (level 0's).
+@compute @workgroup_size(64)
+fn msm_start_cursors(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = thread_index(id, groups);
+    if (i < params.count) {
+        let offset = atomicLoad(&counts[i]);
+        atomicStore(&cursor[i], offset);
+        if (i + 1u == params.count) { lengths[0] = offset; }
+    }
+}
 
 // Both kernels run every invocation to the workgroup barriers, those past the end without
 // work.

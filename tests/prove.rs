@@ -30,6 +30,7 @@ use wgpu_groth16::groth16::{
 };
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::recorded::{RecordedSystem, Shape};
+use wgpu_groth16::sparse::SparseKernels;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
@@ -412,7 +413,7 @@ fn a_vram_budget_below_one_proof_is_refused() {
     };
     let params = params_for(FilecoinLike::blank(12).unwrap(), 13);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let footprint = gpu.footprint(&params.clone().into()).unwrap();
+    let footprint = gpu.footprint(&params.clone().into(), 0).unwrap();
     let smallest = footprint.chunks.last().unwrap().kept + 3 * footprint.domain_vector;
     assert!(smallest > BUDGET, "the test needs a proof over the budget");
     let err = Prover::with_engine(&params, engine.clone())
@@ -434,7 +435,7 @@ fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
         .unwrap()
         .with_workers(8);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let footprint = gpu.footprint(&params.clone().into()).unwrap();
+    let footprint = gpu.footprint(&params.clone().into(), 0).unwrap();
     let plan = prover.plan().expect("a plan on the GPU").clone();
     assert!(!plan.all_resident(&footprint), "{plan:?}");
     assert!(plan.streams[0], "{plan:?}");
@@ -457,9 +458,9 @@ fn smallest_budget_planning(
     params: &Parameters<Bls12>,
     mode: ProofBuffers,
 ) -> u64 {
-    let footprint = gpu.footprint(&params.clone().into()).unwrap();
+    let footprint = gpu.footprint(&params.clone().into(), 0).unwrap();
     let smallest = footprint.chunks.last().unwrap().kept;
-    (smallest..smallest + 4 * footprint.scalar_vectors + (1 << 20))
+    (smallest..smallest + 4 * footprint.scalar_vectors.iter().sum::<u64>() + (1 << 20))
         .step_by(1 << 10)
         .find(|&budget| DevicePlan::new(&footprint, budget, 1).is_ok_and(|plan| plan.proof == mode))
         .expect("a budget that plans this way")
@@ -516,6 +517,71 @@ fn scalars_streamed_from_the_host_give_bellpersons_proof_within_the_budget() {
 #[test]
 fn the_h_step_in_parts_gives_bellpersons_proof_within_the_budget() {
     proof_within_a_budget_planning(ProofBuffers::HInParts, 19);
+}
+
+/// A prover told its circuit's matrices (`Prover::with_engine_for`) within the smallest
+/// budget whose plan sets room aside for them: the products and the A, B gathers run on the
+/// device (where a prover not told gave that room to the bases and ran them on the CPU), the
+/// proof is bellperson's, and the pool never counts more than the budget.
+#[test]
+fn matrices_known_to_the_plan_stay_on_the_device_within_the_budget() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let params = params_for(FilecoinLike::blank(10).unwrap(), 29);
+    let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
+    let gpu = engine.gpu_engine().expect("a GPU engine");
+    let matrices = SparseKernels::bytes_of(&system);
+    let footprint = gpu.footprint(&params.clone().into(), matrices).unwrap();
+    let smallest = footprint.chunks.last().unwrap().kept;
+    // Everything but the workspaces: the plan finds room for the matrices below it.
+    let end = smallest
+        + 3 * footprint.domain_vector
+        + footprint.scalar_vectors.iter().sum::<u64>()
+        + footprint.bases_bytes()
+        + matrices
+        + (4 << 20);
+    let budget = (smallest..end)
+        .step_by(1 << 10)
+        .find(|&budget| DevicePlan::new(&footprint, budget, 1).is_ok_and(|p| p.matrices_bytes > 0))
+        .expect("a budget with room for the matrices");
+    gpu.set_vram_budget(budget);
+    gpu.pool().reset_peak();
+    let not_told = Prover::with_engine(&params, engine.clone()).unwrap();
+    assert!(
+        not_told.device_matrices(&system).is_none(),
+        "the bases take the room: {:?}",
+        not_told.plan()
+    );
+    drop(not_told);
+    let prover = Prover::with_engine_for(&params, engine.clone(), &system).unwrap();
+    assert!(
+        prover.device_matrices(&system).is_some(),
+        "{:?}",
+        prover.plan()
+    );
+    let circuit = FilecoinLike::new(10, 30).unwrap();
+    let (r, s) = (Scalar::random(rng(31)), Scalar::random(rng(32)));
+    let expected = proof_bytes(&create_proof(circuit.clone(), &params, r, s).unwrap());
+    let never = CancelToken::new();
+    let (proofs, _) = prove_batch_recorded_across(
+        std::slice::from_ref(&prover),
+        vec![circuit],
+        &system,
+        &[r],
+        &[s],
+        &never,
+    )
+    .unwrap();
+    let peak = gpu.pool().stats().peak_bytes;
+    assert_eq!(proof_bytes(&proofs[0]), expected);
+    assert!(!engine.gpu_failed(), "proved on the GPU");
+    assert!(
+        peak <= budget,
+        "{peak} bytes counted at once, budget {budget}"
+    );
+    drop(prover);
+    gpu.set_vram_budget(BUDGET);
 }
 
 /// Two batches at once on one device whose plan holds one proof's buffers (as two daemon
@@ -841,7 +907,7 @@ fn buckets_over_the_budget_plan_narrower_windows() {
     };
     let params = ProvingParameters::random_for_shape(&shape, 23);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let footprint = gpu.footprint(&params).unwrap();
+    let footprint = gpu.footprint(&params, 0).unwrap();
     let (widest, capped): (Vec<&ChunkOption>, Vec<&ChunkOption>) = footprint
         .chunks
         .iter()

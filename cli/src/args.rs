@@ -168,6 +168,11 @@ pub enum BenchCommand {
         /// At most this many points a chunk (default: as many as the device's bindings hold).
         #[arg(long)]
         chunk_points: Option<usize>,
+        /// Also time the MSM with every base streamed from host memory in chunks of this
+        /// many points (as a VRAM budget plans it), the scalars on the host: the `streamed`
+        /// column, beside the resident one.
+        #[arg(long)]
+        streamed_chunk_points: Option<usize>,
     },
     /// One circuit's synthesis on one thread, beside the circuit's own share of it.
     Synthesis {

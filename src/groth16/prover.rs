@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 
-use super::engine::{DevicePlan, Engine, ProverConfig, ProverEngine, ResidentParams, Work};
+use super::engine::{
+    select_on_host, DevicePlan, Engine, ProverConfig, ProverEngine, ResidentParams, Work,
+};
 use super::params::ProvingParameters;
 use super::report::{ProveReport, Step};
 use super::synthesis::ProvingAssignment;
@@ -149,7 +151,20 @@ impl Prover {
         params: impl Into<ProvingParameters>,
         engine: Arc<ProverEngine>,
     ) -> Result<Self> {
-        let loaded = Self::load(&engine, params.into())?;
+        let loaded = Self::load(&engine, params.into(), 0)?;
+        Ok(Self::with_slot(ParamsSlot::ready(loaded), engine))
+    }
+
+    /// [`with_engine`](Self::with_engine) for proofs of `system`'s circuit through
+    /// [`prove_batch_recorded`](Self::prove_batch_recorded): the plan sets room aside for
+    /// its matrices before it keeps bases (products and the A, B gathers then run on the
+    /// device at budgets that would otherwise have spent that room on bases).
+    pub fn with_engine_for(
+        params: impl Into<ProvingParameters>,
+        engine: Arc<ProverEngine>,
+        system: &RecordedSystem,
+    ) -> Result<Self> {
+        let loaded = Self::load(&engine, params.into(), SparseKernels::bytes_of(system))?;
         Ok(Self::with_slot(ParamsSlot::ready(loaded), engine))
     }
 
@@ -164,7 +179,7 @@ impl Prover {
         let on_device = engine.clone();
         let loader = std::thread::Builder::new()
             .name("parameters".into())
-            .spawn(move || Self::load(&on_device, load()?))
+            .spawn(move || Self::load(&on_device, load()?, 0))
             .map_err(|e| Error::Internal(format!("cannot start the parameter loader: {e}")))?;
         Ok(Self::with_slot(
             ParamsSlot {
@@ -175,10 +190,12 @@ impl Prover {
         ))
     }
 
-    fn load(engine: &ProverEngine, params: ProvingParameters) -> Result<Loaded> {
+    /// `params` on the engine's device as its plan says, with room for `matrices` bytes of
+    /// constraint matrices where they fit (0: none known).
+    fn load(engine: &ProverEngine, params: ProvingParameters, matrices: u64) -> Result<Loaded> {
         let resident = match engine.usable_gpu() {
             // The plan's proofs in flight are capped by the workers when a batch asks.
-            Some(gpu) => Some(gpu.keep_resident(&params, usize::MAX)?),
+            Some(gpu) => Some(gpu.keep_resident(&params, usize::MAX, matrices)?),
             None => None,
         };
         Ok(Loaded { params, resident })
@@ -453,11 +470,12 @@ impl Prover {
     /// kernels in between; a worker waits only on its own submissions.
     ///
     /// The A and B scalars are gathered on the device, where the engine does so, as a step
-    /// of the compute stage before the H step (each step waits on its own kernels, so its
-    /// time is its own work). Selected on the host, they are selected (and uploaded) during
-    /// the compute stage, beside the H step and the H and L MSMs, which outlast it.
-    /// Selecting them in the staging stage instead made a single proof's GPU part twice as
-    /// slow (docs/benchmarks/proofs-and-batches.md, "three designs, side by side").
+    /// of the compute stage after the H step, in the room b and c leave (each step waits on
+    /// its own kernels, so its time is its own work). Selected on the host, they are
+    /// selected during the compute stage beside the H step and the H and L MSMs, and placed
+    /// (uploaded) after them. Selecting them in the staging stage instead made a single
+    /// proof's GPU part twice as slow (docs/benchmarks/proofs-and-batches.md, "three designs,
+    /// side by side").
     fn heavy_steps<E: Engine>(
         &self,
         engine: &E,
@@ -513,13 +531,19 @@ impl Prover {
             })?,
             None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
         };
-        let mut h_and_l = |report: &mut ProveReport| -> Result<_> {
-            self.step(lane, Step::HStep, report, || {
-                engine.h_step(&mut abc, h_in_parts)
-            })?;
+        // After the H step b and c are scratch: their buffers go back to the pool, where the
+        // A and B scalars take them (a proof with its scalars on the device holds four
+        // vectors at once, not six).
+        let h_step = |abc: &mut [_; 3], report: &mut ProveReport| -> Result<()> {
+            self.step(lane, Step::HStep, report, || engine.h_step(abc, h_in_parts))?;
+            abc[1] = engine.vector(&[]);
+            abc[2] = engine.vector(&[]);
+            Ok(())
+        };
+        let msm_h_and_l = |h_scalars: &_, report: &mut ProveReport| -> Result<_> {
             let msm_h = self.step(lane, Step::MsmH, report, || {
                 let bases = engine.bases(&params.h, resident.map(|r| &r.h));
-                engine.msm::<G1>(&bases, &abc[0], params.h.len())
+                engine.msm::<G1>(&bases, h_scalars, params.h.len())
             })?;
             let msm_l = self.step(lane, Step::MsmL, report, || {
                 let bases = engine.bases(&params.l, resident.map(|r| &r.l));
@@ -527,36 +551,43 @@ impl Prover {
             })?;
             Ok((msm_h, msm_l))
         };
-        let select = || engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars);
-        let (h_and_l, selected) = if engine.selects_on_device(device_matrices.as_deref()) {
-            // A few kernels: a step of its own, before the H step, so that each step's time
-            // is its own work (and a failed gather fails the proof before the H step).
-            let selected = self.step(lane, Step::Gather, report, select)?;
-            (h_and_l(report), Ok(selected))
+        let ((h, l), [a_scalars, b_scalars]) = if engine
+            .selects_on_device(device_matrices.as_deref())
+        {
+            // A few kernels: a step of its own, so that each step's time is its own work.
+            h_step(&mut abc, report)?;
+            let selected = self.step(lane, Step::Gather, report, || {
+                engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars)
+            })?;
+            (msm_h_and_l(&abc[0], report)?, selected)
         } else {
-            // The selection runs on a thread of its own beside this worker's steps, not as a
-            // rayon task beside them: on the CPU engine the H step then ran on a rayon thread
-            // and blocked it on bellperson's thread pool, whose tasks (a bellperson MSM)
-            // waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two tests at
-            // once on 2 cores).
+            // The selection runs on a thread of its own beside this worker's steps, not as
+            // a rayon task beside them: on the CPU engine the H step then ran on a rayon
+            // thread and blocked it on bellperson's thread pool, whose tasks (a bellperson
+            // MSM) waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two
+            // tests at once on 2 cores).
             let cpu_lane = format!("{lane} CPU");
             let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
                 let selection = scope.spawn(|| {
                     let start = Instant::now();
-                    let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), select);
+                    let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
+                        select_on_host(assignment)
+                    });
                     (selected, start.elapsed())
                 });
-                let h_and_l = h_and_l(report);
+                let h_and_l = h_step(&mut abc, report).and_then(|()| msm_h_and_l(&abc[0], report));
                 let selected = selection
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 (h_and_l, selected)
             });
             report.record(Step::ScalarSelection, selection_time);
-            (h_and_l, selected)
+            let h_and_l = h_and_l?;
+            let placed = self.step(lane, Step::Gather, report, || {
+                engine.place_selected(selected, &l_scalars)
+            })?;
+            (h_and_l, placed)
         };
-        let (h, l) = h_and_l?;
-        let [a_scalars, b_scalars] = selected?;
 
         let a_len = inputs.len() + a_aux_density.total();
         let b_len = b_input_density.total() + b_aux_density.total();

@@ -12,11 +12,12 @@ pub enum Step {
     /// a, b, c from a witness and its circuit's recorded constraint system:
     /// sparse products on the GPU beside the bases, or on the CPU.
     Products,
-    /// Gathering the A and B scalars on the device from the aux values (recorded matrices
-    /// resident there): a step of its own, before the H step.
+    /// The A and B scalars where the MSMs read them, after the H step: gathered on the
+    /// device from the aux values (recorded matrices resident there), or, once selected on
+    /// the host, uploaded (on a GPU with the scalars on the device).
     Gather,
-    /// Selecting the A and B scalars on the host (and, on a GPU, uploading them) beside the
-    /// H step and the H and L MSMs: not part of a proof's wall time unless it outlasts them.
+    /// Selecting the A and B scalars on the host beside the H step and the H and L MSMs:
+    /// not part of a proof's wall time unless it outlasts them.
     ScalarSelection,
     /// The H polynomial: six NTTs on a GPU (`ntt::steps::h_steps`), bellperson's seven on the CPU,
     /// and the division by Z.
@@ -59,7 +60,7 @@ impl Step {
             Step::Synthesis => "synthesis",
             Step::Staging => "staging",
             Step::Products => "products",
-            Step::Gather => "A, B gather",
+            Step::Gather => "A, B gather or upload",
             Step::HStep => "H step",
             Step::MsmH => "MSM H",
             Step::MsmL => "MSM L",

@@ -14,6 +14,8 @@ pub struct MsmProgram<C>(PhantomData<C>);
 /// The entry points of [`MsmProgram`], in the order a chunk runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MsmEntry {
+    ClearCounts,
+    StartCursors,
     Count,
     Scatter,
     AccumulateBases,
@@ -27,6 +29,8 @@ pub const MSM_WORKGROUP: u32 = 64;
 
 impl EntryPoint for MsmEntry {
     const ALL: &'static [Self] = &[
+        MsmEntry::ClearCounts,
+        MsmEntry::StartCursors,
         MsmEntry::Count,
         MsmEntry::Scatter,
         MsmEntry::AccumulateBases,
@@ -37,6 +41,8 @@ impl EntryPoint for MsmEntry {
 
     fn name(self) -> &'static str {
         match self {
+            MsmEntry::ClearCounts => "msm_clear_counts",
+            MsmEntry::StartCursors => "msm_start_cursors",
             MsmEntry::Count => "msm_count",
             MsmEntry::Scatter => "msm_scatter",
             MsmEntry::AccumulateBases => "msm_accumulate_bases",

@@ -20,12 +20,14 @@ enum ChunkBases {
     Streamed { slot: usize },
 }
 
-/// A run of points whose bases lie in one buffer: where, the first scalar, the points.
+/// A run of points whose bases lie in one buffer: where, the first scalar, the points, and
+/// which of the workspace's two scalar buffers holds its scalars (chunks alternate).
 #[derive(Clone, Copy)]
 struct Chunk {
     bases: ChunkBases,
     first: usize,
     len: usize,
+    scalars: usize,
 }
 
 /// Cuts `len` scalars into chunks of at most `plan.chunk`: over the resident prefix of the
@@ -61,6 +63,7 @@ fn chunks<C: GpuCurve>(
             bases: chunk_bases,
             first,
             len: take,
+            scalars: chunks.len() % 2,
         });
         first += take;
     }
@@ -76,9 +79,10 @@ struct Recording<'a, C: GpuCurve> {
     plan: &'a MsmPlan,
     ws: &'a Workspace,
     /// Per chunk one block per accumulation level, then the reduction's, then one per tree
-    /// stride.
+    /// stride, then the count slots' (msm_clear_counts, msm_start_cursors).
     params: UniformArray,
     reduce_block: usize,
+    slots_block: usize,
     strides: Vec<u32>,
     scan_lens: Vec<u64>,
     scan_params: UniformArray,
@@ -88,9 +92,13 @@ struct Recording<'a, C: GpuCurve> {
 
 impl<C: GpuCurve> MsmKernels<C> {
     /// Records and submits every chunk, then the reduction; returns each window's sum.
-    /// Streamed chunks' bases are uploaded into `stream`'s two buffers in turn, each just
-    /// before its chunk (queue order keeps a buffer from being rewritten while the chunk
-    /// before last still reads it); their host copies run while the previous chunk computes.
+    ///
+    /// Each chunk's inputs (its scalars, and its bases where they stream) are copied into
+    /// the workspace's buffers of its parity while the chunk before computes: queued after
+    /// the chunk before last, which read those buffers, and before the previous chunk's
+    /// passes. The previous chunk's last pass (`msm_clear_counts` over the next chunk's
+    /// bindings) moves them to their kernels' use, so the next chunk's passes wait on no
+    /// transfer and the copies queued before them can run beside them.
     pub(super) fn run(
         &self,
         bases: &MsmBases<'_, C>,
@@ -103,22 +111,42 @@ impl<C: GpuCurve> MsmKernels<C> {
         let gpu = &self.gpu;
         let chunks = chunks(bases, plan, stream_points, scalars.len());
         let recording = Recording::new(self, bases, stream, plan, ws, &chunks);
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        encoder.clear_buffer(&ws.buckets, 0, None);
-        for (c, &chunk) in chunks.iter().enumerate() {
+        let stage = |chunk: Chunk| -> Result<()> {
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
+            scalars.stage(
+                gpu,
+                &mut encoder,
+                &ws.scalars[chunk.scalars],
+                chunk.first,
+                chunk.len,
+            )?;
+            gpu.submit([encoder.finish()]);
             if let ChunkBases::Streamed { slot } = chunk.bases {
-                // The copies queue after the encoder's work so far, which goes first.
-                gpu.submit([encoder.finish()]);
-                encoder = gpu.device.create_command_encoder(&Default::default());
                 let host = &bases.host[chunk.first..chunk.first + chunk.len];
                 gpu.upload(&stream[slot], 0, C::affine_bytes(host))?;
             }
-            scalars.stage(gpu, &mut encoder, &ws.scalars, chunk.first, chunk.len)?;
+            Ok(())
+        };
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        encoder.clear_buffer(&ws.buckets, 0, None);
+        gpu.submit([encoder.finish()]);
+        stage(chunks[0])?;
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        recording.clear_counts(&mut encoder, chunks[0]);
+        gpu.submit([encoder.finish()]);
+        for (c, &chunk) in chunks.iter().enumerate() {
+            let next = chunks.get(c + 1).copied();
+            if let Some(next) = next {
+                stage(next)?;
+            }
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
             recording.chunk(&mut encoder, c, chunk);
-            // The next chunk rewrites the scalars: submit this one first.
+            if let Some(next) = next {
+                recording.clear_counts(&mut encoder, next);
+            }
             gpu.submit([encoder.finish()]);
-            encoder = gpu.device.create_command_encoder(&Default::default());
         }
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
         recording.reduction(&mut encoder, chunks[0]);
         let xyzz = C::XYZZ_BYTES as u64;
         for w in 0..plan.layout.windows as u64 {
@@ -170,6 +198,8 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         blocks.push(params_of(0, 0, false));
         let strides = plan.tree_strides();
         blocks.extend(strides.iter().map(|&s| params_of(0, s as usize, false)));
+        let slots_block = blocks.len();
+        blocks.push(params_of(plan.count_slots() as usize, 0, false));
 
         let scan_lens = scan_levels(plan.count_slots());
         let scan_params = UniformArray::new(
@@ -207,6 +237,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             ws,
             params: UniformArray::new(gpu, &blocks),
             reduce_block,
+            slots_block,
             strides,
             scan_lens,
             scan_params,
@@ -237,7 +268,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             &self.kernels.msm,
             &[
                 self.params.binding(std::mem::size_of::<MsmParams>()),
-                ws.scalars.as_entire_binding(),
+                ws.scalars[chunk.scalars].as_entire_binding(),
                 bases,
                 ws.counts.as_entire_binding(),
                 ws.cursor.as_entire_binding(),
@@ -257,23 +288,23 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
     /// Chunk `c`: count and scan the digits, scatter, accumulate level by level (chunks after
     /// the first add into the buckets: `MsmParams::fold`).
     fn chunk(&self, encoder: &mut wgpu::CommandEncoder, c: usize, chunk: Chunk) {
-        let (ws, plan, msm) = (self.ws, self.plan, &self.kernels.msm);
+        let (plan, msm) = (self.plan, &self.kernels.msm);
         let levels = plan.level_bounds.len();
         let groups = [0, 1].map(|parity| self.bind(chunk, parity));
         let chunk_params = self.params.offset(c * levels);
         let point_grid = self.grid(MsmEntry::Count, chunk.len as u64);
-        let slots = plan.count_slots();
 
-        encoder.clear_buffer(&ws.counts, 0, None);
         {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("count + scan"));
             pass.set_pipeline(msm.pipeline(MsmEntry::Count));
             pass.set_bind_group(0, &groups[0], &[chunk_params]);
             pass.dispatch_workgroups(point_grid.0, point_grid.1, 1);
             self.scan(&mut pass);
+            pass.set_pipeline(msm.pipeline(MsmEntry::StartCursors));
+            pass.set_bind_group(0, &groups[0], &[self.params.offset(self.slots_block)]);
+            let (x, y) = self.grid(MsmEntry::StartCursors, plan.count_slots());
+            pass.dispatch_workgroups(x, y, 1);
         }
-        encoder.copy_buffer_to_buffer(&ws.counts, 0, &ws.cursor, 0, slots * 4);
-        encoder.copy_buffer_to_buffer(&ws.counts, (slots - 1) * 4, &ws.lengths, 0, 4);
         {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("scatter"));
             pass.set_pipeline(msm.pipeline(MsmEntry::Scatter));
@@ -298,6 +329,17 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
+    }
+
+    /// Zeroes the counts for `chunk`, over its bindings: the pass that moves its scalars
+    /// and bases from their copies to the kernels' use.
+    fn clear_counts(&self, encoder: &mut wgpu::CommandEncoder, chunk: Chunk) {
+        let group = self.bind(chunk, 0);
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(self.kernels.msm.pipeline(MsmEntry::ClearCounts));
+        pass.set_bind_group(0, &group, &[self.params.offset(self.slots_block)]);
+        let (x, y) = self.grid(MsmEntry::ClearCounts, self.plan.count_slots());
+        pass.dispatch_workgroups(x, y, 1);
     }
 
     /// Exclusive scan of the counts in place, level by level (see scan.wgsl).

@@ -16,7 +16,8 @@ pub const WORKSPACES_KEPT: usize = 2;
 /// Device buffers sized for one plan.
 pub(super) struct Workspace {
     pub plan: MsmPlan,
-    pub scalars: wgpu::Buffer,
+    /// Chunks alternate between the two: one is copied into while the other's chunk runs.
+    pub scalars: [wgpu::Buffer; 2],
     /// Per point of a chunk, the windows up to its last digit (msm_count, for msm_scatter).
     pub digit_windows: wgpu::Buffer,
     pub counts: wgpu::Buffer,
@@ -63,11 +64,13 @@ impl Workspace {
         let bucket_bytes = plan.layout.total_buckets() * xyzz;
         Workspace {
             plan: plan.clone(),
-            scalars: storage(
-                gpu,
-                "msm scalars",
-                plan.chunk as u64 * std::mem::size_of::<Scalar>() as u64,
-            ),
+            scalars: ["msm scalars a", "msm scalars b"].map(|l| {
+                storage(
+                    gpu,
+                    l,
+                    plan.chunk as u64 * std::mem::size_of::<Scalar>() as u64,
+                )
+            }),
             digit_windows: storage(gpu, "msm digit windows", plan.chunk as u64 * 4),
             counts: storage(gpu, "msm counts", slots * 4),
             cursor: storage(gpu, "msm cursor", slots * 4),

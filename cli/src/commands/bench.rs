@@ -7,7 +7,7 @@ use wgpu_groth16::curve::{sample_bases, GpuCurve};
 use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
 use wgpu_groth16::field::samples::{sample_scalars, ScalarMix};
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
-use wgpu_groth16::msm::{msm_cpu, MsmConfig, MsmKernels};
+use wgpu_groth16::msm::{msm_cpu, MsmBases, MsmConfig, MsmKernels, MsmLimits, Scalars};
 use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp, StagePasses};
 use wgpu_groth16::{Error, Result};
 
@@ -64,6 +64,8 @@ pub fn field(selector: &AdapterSelector, threads: Option<u32>) -> Result<ExitCod
 pub struct MsmOptions {
     pub log_n: Vec<u32>,
     pub scalars: ScalarMix,
+    /// Also time the MSM with every base streamed in chunks of this many points.
+    pub streamed_chunk_points: Option<usize>,
     pub check: bool,
     pub runs: u32,
     pub path: Option<String>,
@@ -120,6 +122,7 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
             "chunks",
             &gpu_column,
             "upload",
+            "bases streamed",
             "blstrs CPU",
             "speed-up",
             "equal",
@@ -152,6 +155,33 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
                 )));
             }
         }
+        // The resident run's passes (the streamed runs below replace the last profile).
+        let profile = kernels.last_profile();
+        // Every base from host memory, chunk by chunk: what the streamed chunks cost beyond
+        // the resident run, against the upload alone, says how much of the upload the
+        // kernels hide.
+        let streamed = match options.streamed_chunk_points {
+            Some(points) => {
+                let host = MsmBases {
+                    resident: None,
+                    host: &bases,
+                };
+                let limits = MsmLimits::chunks_of(points);
+                let mut best = Duration::MAX;
+                for _ in 0..options.runs.max(1) {
+                    let t = Instant::now();
+                    let sum = kernels.msm_streaming(&host, Scalars::Host(&scalars), limits)?;
+                    best = best.min(t.elapsed());
+                    if sum != result {
+                        return Err(Error::WrongResult(format!(
+                            "2^{log_n}: the MSM with streamed bases disagrees"
+                        )));
+                    }
+                }
+                Some(best)
+            }
+            None => None,
+        };
         let (cpu, equal) = if options.check {
             let t = Instant::now();
             let expected = msm_cpu::<C>(&bases, &scalars)?;
@@ -162,13 +192,18 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
         };
         all_equal &= equal != Some(false);
         println!(
-            "| {} | 2^{log_n} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | 2^{log_n} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             C::NAME,
             options.scalars.name(),
             plan.layout,
             n.div_ceil(plan.chunk),
             ms(best),
             ms(upload),
+            streamed.map_or("-".into(), |d| format!(
+                "{} ({} points a chunk)",
+                ms(d),
+                options.streamed_chunk_points.unwrap_or_default()
+            )),
             cpu.map_or("-".into(), ms),
             cpu.map_or("-".into(), |c| format!(
                 "{:.1}x",
@@ -176,13 +211,12 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
             )),
             equal.map_or("-", |e| if e { "yes" } else { "NO" })
         );
-        let profile = kernels.last_profile();
         if !profile.is_empty() {
             let parts: Vec<String> = profile
                 .iter()
                 .map(|(label, ms)| format!("{label} {ms:.2} ms"))
                 .collect();
-            println!("|   | GPU passes: {} | | | | | | | | |", parts.join(", "));
+            println!("|   | GPU passes: {} | | | | | | | | | |", parts.join(", "));
         }
     }
     Ok(if all_equal {

@@ -149,9 +149,13 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
             let provers = engines
                 .iter()
                 .map(|engine| {
-                    Ok(Prover::with_engine(params.clone(), engine.clone())?
-                        .with_workers(workers)
-                        .with_timeline(timeline.clone()))
+                    let prover = match matrices {
+                        Some(system) => {
+                            Prover::with_engine_for(params.clone(), engine.clone(), system)?
+                        }
+                        None => Prover::with_engine(params.clone(), engine.clone())?,
+                    };
+                    Ok(prover.with_workers(workers).with_timeline(timeline.clone()))
                 })
                 .collect::<Result<Vec<_>>>();
             // A budget too small for this size is a finding of the run, not its end.
@@ -280,8 +284,8 @@ fn step_column(step: Step) -> &'static str {
         Step::Synthesis => "synthesis (each circuit; in parallel, beside the proving)",
         Step::Staging => "staging (uploads)",
         Step::Products => "products (a, b, c from the witness)",
-        Step::Gather => "A, B gather (device)",
-        Step::ScalarSelection => "scalar selection + A, B uploads (host, beside H, MSM H, L)",
+        Step::Gather => "A, B gather (device) or upload (after host selection)",
+        Step::ScalarSelection => "scalar selection (host, beside H, MSM H, L)",
         Step::HStep => "H",
         Step::MsmH => "MSM H",
         Step::MsmL => "MSM L",

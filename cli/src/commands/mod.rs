@@ -134,11 +134,13 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             windows,
             reduction_threads,
             chunk_points,
+            streamed_chunk_points,
         } => {
             let defaults = MsmConfig::default();
             let options = bench::MsmOptions {
                 log_n,
                 scalars,
+                streamed_chunk_points,
                 check: !no_check,
                 runs,
                 path,

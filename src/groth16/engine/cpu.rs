@@ -91,8 +91,15 @@ impl Engine for CpuEngine {
         _: Option<&ResidentMatrices>,
         _: &Cow<'a, [Scalar]>,
     ) -> Result<[Cow<'a, [Scalar]>; 2]> {
-        let (a, b) = select_ab(assignment);
-        Ok([Cow::Owned(a), Cow::Owned(b)])
+        self.place_selected(select_on_host(assignment), &Cow::Borrowed(&[]))
+    }
+
+    fn place_selected<'a>(
+        &'a self,
+        selected: [Vec<Scalar>; 2],
+        _: &Cow<'a, [Scalar]>,
+    ) -> Result<[Cow<'a, [Scalar]>; 2]> {
+        Ok(selected.map(Cow::Owned))
     }
 
     fn bases<'a, C: GpuCurve>(
@@ -116,10 +123,10 @@ impl Engine for CpuEngine {
     }
 }
 
-/// [`Engine::select_ab`] in host memory (which the GPU engine uploads), A and B at once.
-pub(super) fn select_ab(assignment: &ProvingAssignment) -> (Vec<Scalar>, Vec<Scalar>) {
+/// The A and B scalars of [`Engine::select_ab`] selected in host memory, A and B at once.
+pub fn select_on_host(assignment: &ProvingAssignment) -> [Vec<Scalar>; 2] {
     let (inputs, aux) = (&assignment.input_assignment, &assignment.aux_assignment);
-    rayon::join(
+    let (a, b) = rayon::join(
         || concat(inputs, assignment.a_aux_density.select(aux)),
         || {
             concat(
@@ -127,7 +134,8 @@ pub(super) fn select_ab(assignment: &ProvingAssignment) -> (Vec<Scalar>, Vec<Sca
                 assignment.b_aux_density.select(aux),
             )
         },
-    )
+    );
+    [a, b]
 }
 
 /// `head` then `tail`, in one allocation.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
 
-use super::cpu::select_ab;
+use super::cpu::select_on_host;
 use super::plan::{ChunkOption, DevicePlan, Footprint};
 use super::slots::{ProofSlot, ProofSlots};
 use super::{Engine, StageGuard};
@@ -268,8 +268,9 @@ impl GpuEngine {
         Ok((layout.elements() * std::mem::size_of::<Scalar>()) as u64)
     }
 
-    /// The device bytes of `params`' proofs on this device.
-    pub fn footprint(&self, params: &ProvingParameters) -> Result<Footprint> {
+    /// The device bytes of `params`' proofs on this device, with `matrices` bytes of
+    /// constraint matrices to place (0: not known yet).
+    pub fn footprint(&self, params: &ProvingParameters, matrices: u64) -> Result<Footprint> {
         let domain = params.h.len() + 1;
         let g1_len = [
             params.h.len(),
@@ -333,9 +334,11 @@ impl GpuEngine {
         let (g1, g2) = (G1::AFFINE_BYTES as u64, G2::AFFINE_BYTES as u64);
         Ok(Footprint {
             domain_vector: self.vector_bytes(domain)?,
-            scalar_vectors: self.vector_bytes(params.l.len())?
-                + self.vector_bytes(params.a.len())?
-                + self.vector_bytes(params.b_g1.len())?,
+            scalar_vectors: [
+                self.vector_bytes(params.l.len())?,
+                self.vector_bytes(params.a.len())?,
+                self.vector_bytes(params.b_g1.len())?,
+            ],
             h_in_parts: self.ntt.h_in_parts_bytes(log_domain)?,
             bases: [
                 (params.h.len(), g1),
@@ -345,6 +348,7 @@ impl GpuEngine {
                 (params.b_g2.len(), g2),
             ],
             chunks,
+            matrices,
         })
     }
 
@@ -357,8 +361,9 @@ impl GpuEngine {
         &self,
         params: &ProvingParameters,
         workers: usize,
+        matrices: u64,
     ) -> Result<ResidentParams> {
-        let footprint = self.footprint(params)?;
+        let footprint = self.footprint(params, matrices)?;
         let mut budget = self.pool.budget();
         for attempt in 1..=PLAN_ATTEMPTS {
             // The last attempt keeps no base resident.
@@ -610,10 +615,8 @@ impl Engine for GpuEngine {
     }
 
     /// Gathered on the device with resident matrices (waited on, so that the prover can time
-    /// it as a step). Otherwise selected on the CPU, then uploaded one after the other:
-    /// uploading A and B at once, as each selection finished, queued their copies among the
-    /// H step's kernels and made the H step and the H MSM several times slower
-    /// (docs/benchmarks/proofs-and-batches.md, commit ab2c598).
+    /// it as a step). Otherwise selected on the CPU and placed as
+    /// [`place_selected`](Engine::place_selected) places them.
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,
@@ -632,11 +635,23 @@ impl Engine for GpuEngine {
             self.gpu.wait_for(submission)?;
             return Ok(out.map(|v| GpuVector::Device(Box::new(v))));
         }
-        let (a, b) = select_ab(assignment);
+        self.place_selected(select_on_host(assignment), aux)
+    }
+
+    /// Uploaded one after the other, once the H and L MSMs are done: uploading A and B as
+    /// each selection finished queued their copies among the H step's kernels and made the
+    /// H step and the H MSM several times slower (docs/benchmarks/proofs-and-batches.md,
+    /// commit ab2c598).
+    fn place_selected<'a>(
+        &'a self,
+        selected: [Vec<Scalar>; 2],
+        aux: &GpuVector<'a>,
+    ) -> Result<[GpuVector<'a>; 2]> {
         // Scalars kept on the host (the aux values were not uploaded) stay there.
         if aux.on_host().is_some() {
-            return Ok([GpuVector::Owned(a), GpuVector::Owned(b)]);
+            return Ok(selected.map(GpuVector::Owned));
         }
+        let [a, b] = selected;
         Ok([
             GpuVector::Device(Box::new(self.upload_padded(&a)?)),
             GpuVector::Device(Box::new(self.upload_padded(&b)?)),

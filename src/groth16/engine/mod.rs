@@ -13,7 +13,7 @@ mod gpu;
 mod plan;
 mod slots;
 
-pub use cpu::CpuEngine;
+pub use cpu::{select_on_host, CpuEngine};
 pub use gpu::{DeviceBases, GpuBases, GpuEngine, GpuVector, ResidentParams};
 pub use plan::{ChunkOption, DevicePlan, Footprint, ProofBuffers, BASE_SETS};
 pub use slots::ProofSlot;
@@ -104,8 +104,10 @@ pub trait Engine: Sync {
     fn read(&self, vector: &Self::Vector<'_>, len: usize) -> Result<Vec<Scalar>>;
 
     /// Whether [`select_ab`](Self::select_ab) with `resident` matrices gathers on this
-    /// engine's device (a few kernels, waited on: the prover runs it as a step of its own)
-    /// rather than on the host (seconds at 2^27: the prover runs it beside the H step).
+    /// engine's device (a few kernels, waited on: the prover runs it as a step of its own,
+    /// after the H step) rather than on the host (seconds at 2^27: the prover runs
+    /// [`select_on_host`] beside the H step and the H and L MSMs, then
+    /// [`place_selected`](Self::place_selected)).
     fn selects_on_device(&self, resident: Option<&ResidentMatrices>) -> bool;
 
     /// The A and B queries' scalars of a proof: A's are the inputs, then the aux variables
@@ -118,6 +120,15 @@ pub trait Engine: Sync {
         &'a self,
         assignment: &ProvingAssignment,
         resident: Option<&ResidentMatrices>,
+        aux: &Self::Vector<'a>,
+    ) -> Result<[Self::Vector<'a>; 2]>;
+
+    /// The A and B scalars `selected` on the host ([`select_on_host`]) where this engine
+    /// computes on `aux`: on a GPU uploaded where `aux` was uploaded, and kept in host memory
+    /// where the scalars stream.
+    fn place_selected<'a>(
+        &'a self,
+        selected: [Vec<Scalar>; 2],
         aux: &Self::Vector<'a>,
     ) -> Result<[Self::Vector<'a>; 2]>;
 

@@ -5,10 +5,17 @@
 //! The budget goes, in this order, to what every proof needs (the MSM workspaces, the NTT's
 //! power tables, and two buffers per curve to stream bases through when some do not fit; the
 //! MSM chunk sets their size, and where even the smallest chunk leaves no room for one proof,
-//! a cap on the bucket arrays: narrower windows), to one proof's buffers (the largest of [`ProofBuffers`] that
-//! fit), to the bases (h first: its MSM is the full-width one, then l, a, b_g1, b_g2, each
-//! as long a prefix as fits, the rest streamed), and last to more proofs in flight.
-//! Constraint matrices take what is left when they arrive ([`DevicePlan::room_with`]).
+//! a cap on the bucket arrays: narrower windows), to one proof's buffers (the largest of
+//! [`ProofBuffers`] that fit) with the constraint matrices where they are known and fit
+//! beside the scalars, to the bases (h first: its MSM is the full-width one, then l, a, b_g1,
+//! b_g2, each as long a prefix as fits, the rest streamed), and last to more proofs in
+//! flight. Matrices not known to the plan take what is left when they arrive
+//! ([`DevicePlan::room_with`]).
+//!
+//! The matrices come before the bases: on the device they take a 2^27 proof's products
+//! and its A and B selection off the CPU (1.4-2.6 s and 3.8-4.4 s a proof on the H200's 16
+//! cores, docs/benchmarks/vram-budgets.md), where the same bytes of bases save their upload
+//! (~0.25 s for 7 GB at the ~29 GB/s measured there).
 
 use crate::msm::CHUNK_ALIGN;
 use crate::{Error, Result};
@@ -19,8 +26,9 @@ use crate::{Error, Result};
 pub struct Footprint {
     /// One vector of the H step's domain (a, b and c each take one).
     pub domain_vector: u64,
-    /// The L, A and B scalar vectors of one proof.
-    pub scalar_vectors: u64,
+    /// The L, A and B scalar vectors of one proof. A and B are made after the H step, in
+    /// the room b and c leave.
+    pub scalar_vectors: [u64; 3],
     /// The H step in parts: one domain vector and one of its parts.
     pub h_in_parts: u64,
     /// The bases of each set in [`BASE_SETS`] order: (points, bytes of one point).
@@ -28,9 +36,19 @@ pub struct Footprint {
     /// The MSM limits to choose from, in the order [`ChunkOption::preferred`] gives. The
     /// last keeps the least.
     pub chunks: Vec<ChunkOption>,
+    /// The constraint matrices the proofs' products and A, B gathers read on the device,
+    /// where known when the plan is made (0: not known).
+    pub matrices: u64,
 }
 
 impl Footprint {
+    /// One proof's buffers with its scalars on the device: a, b, c and the L scalars, then
+    /// a (now h's coefficients), L, A and B.
+    pub fn resident_proof(&self) -> u64 {
+        let [l, a, b] = self.scalar_vectors;
+        (3 * self.domain_vector + l).max(self.domain_vector + l + a + b)
+    }
+
     /// Bytes of every base.
     pub fn bases_bytes(&self) -> u64 {
         self.bases
@@ -118,6 +136,8 @@ pub struct DevicePlan {
     pub kept_bytes: u64,
     /// Bytes of one proof's buffers.
     pub proof_bytes: u64,
+    /// Bytes set aside for the constraint matrices (0: none planned).
+    pub matrices_bytes: u64,
     /// Bytes of the resident bases.
     pub resident_bytes: u64,
 }
@@ -141,7 +161,8 @@ impl DevicePlan {
             .last()
             .ok_or_else(|| Error::Internal("no MSM chunk size to plan with".into()))?;
         let abc = 3 * footprint.domain_vector;
-        let everything = abc + footprint.scalar_vectors + footprint.bases_bytes();
+        let resident_proof = footprint.resident_proof();
+        let everything = resident_proof + footprint.matrices + footprint.bases_bytes();
         let stream_bytes = |chunk: &ChunkOption| {
             let point = |set: usize| footprint.bases[set].1;
             [
@@ -151,12 +172,14 @@ impl DevicePlan {
         };
         let kept_with_streams =
             |option: &ChunkOption| option.kept + stream_bytes(option).iter().sum::<u64>();
-        // The largest buffers of which one proof fits. (Reserving two proofs in flight with
-        // smaller buffers instead was slower: docs/benchmarks/vram-budgets.md, 8fec278.)
+        // The largest buffers of which one proof fits, with the matrices first. (Reserving
+        // two proofs in flight with smaller buffers instead was slower:
+        // docs/benchmarks/vram-budgets.md, 8fec278.)
         let modes = [
-            (ProofBuffers::Resident, abc + footprint.scalar_vectors),
-            (ProofBuffers::ScalarsStreamed, abc),
-            (ProofBuffers::HInParts, footprint.h_in_parts),
+            (ProofBuffers::Resident, resident_proof, footprint.matrices),
+            (ProofBuffers::Resident, resident_proof, 0),
+            (ProofBuffers::ScalarsStreamed, abc, 0),
+            (ProofBuffers::HInParts, footprint.h_in_parts, 0),
         ];
         // Everything resident at the largest chunks where it fits. Else the largest proof
         // buffers beside which some option fits, and of those options the largest chunk with
@@ -171,12 +194,13 @@ impl DevicePlan {
                     .find(|option| option.kept + everything <= budget)
             })
             .flatten();
-        let (chunk, kept_streaming, (proof, proof_bytes)) = match everything_fits {
+        let (chunk, kept_streaming, (proof, proof_bytes, matrices_bytes)) = match everything_fits {
             // Where everything fits nothing streams: no stream buffers to set aside.
             Some(chunk) => (chunk, chunk.kept, modes[0]),
             None => modes
                 .iter()
-                .find_map(|&(mode, bytes)| {
+                .find_map(|&(mode, proof_bytes, matrices)| {
+                    let bytes = proof_bytes + matrices;
                     let fits = |option: &&ChunkOption| kept_with_streams(option) + bytes <= budget;
                     let mut fitting = footprint.chunks.iter().filter(fits);
                     fitting
@@ -184,7 +208,13 @@ impl DevicePlan {
                         .filter(|option| option.bucket_bytes == u64::MAX)
                         .find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
                         .or_else(|| fitting.next())
-                        .map(|chunk| (chunk, kept_with_streams(chunk), (mode, bytes)))
+                        .map(|chunk| {
+                            (
+                                chunk,
+                                kept_with_streams(chunk),
+                                (mode, proof_bytes, matrices),
+                            )
+                        })
                 })
                 .ok_or_else(|| Error::VramBudget {
                     what: "one proof at its smallest (one of the H step's a, b, c and a part \
@@ -196,7 +226,7 @@ impl DevicePlan {
                 })?,
         };
         let [g1_bytes, g2_bytes] = stream_bytes(chunk);
-        let mut left = budget - kept_streaming - proof_bytes;
+        let mut left = budget - kept_streaming - proof_bytes - matrices_bytes;
         let mut resident_points = [0; 5];
         for (resident, &(points, point_bytes)) in resident_points.iter_mut().zip(&footprint.bases) {
             let fitting = match keep_bases {
@@ -223,7 +253,7 @@ impl DevicePlan {
             .zip(&footprint.bases)
             .map(|(&points, &(_, bytes))| points as u64 * bytes)
             .sum();
-        let left = budget - kept_bytes - resident_bytes - proof_bytes;
+        let left = budget - kept_bytes - resident_bytes - matrices_bytes - proof_bytes;
         let more = 1 + (left / proof_bytes.max(1)) as usize;
         Ok(DevicePlan {
             budget,
@@ -235,12 +265,13 @@ impl DevicePlan {
             proofs_in_flight: workers.max(1).min(more),
             kept_bytes,
             proof_bytes,
+            matrices_bytes,
             resident_bytes,
         })
     }
 
-    /// Bytes of the budget nothing in the plan takes with `proofs` in flight (for
-    /// constraint matrices).
+    /// Bytes of the budget nothing in the plan takes with `proofs` in flight, the room set
+    /// aside for constraint matrices included (for the matrices).
     pub fn room_with(&self, proofs: usize) -> u64 {
         self.budget.saturating_sub(
             self.kept_bytes + self.resident_bytes + self.proof_bytes * proofs as u64,
@@ -305,9 +336,13 @@ impl DevicePlan {
             u64::MAX => String::new(),
             cap => format!(" (buckets within {} MiB: narrower windows)", mib(cap)),
         };
+        let matrices = match self.matrices_bytes {
+            0 => String::new(),
+            bytes => format!(", room for the constraint matrices ({} MiB)", mib(bytes)),
+        };
         format!(
-            "{bases}, {scalars}, MSM chunks of {} G1 and {} G2 points{buckets}, {} proof(s) in \
-             flight, {}",
+            "{bases}, {scalars}{matrices}, MSM chunks of {} G1 and {} G2 points{buckets}, {} \
+             proof(s) in flight, {}",
             self.chunk_points[0],
             self.chunk_points[1],
             self.proofs_in_flight,
@@ -346,10 +381,11 @@ mod tests {
         );
         Footprint {
             domain_vector: 4 * GIB,
-            scalar_vectors: 12 * GIB,
+            scalar_vectors: [4 * GIB; 3],
             h_in_parts: 5 * GIB,
             bases: [(n, 96), (n, 96), (n, 96), (n / 2, 96), (n / 2, 192)],
             chunks,
+            matrices: 0,
         }
     }
 
@@ -422,6 +458,35 @@ mod tests {
         assert_eq!(plan.proof, ProofBuffers::ScalarsStreamed, "{plan:?}");
         assert!(plan.bucket_bytes < u64::MAX, "{plan:?}");
         assert!(plan.chunk_points[0] >= LARGE_CHUNK, "{plan:?}");
+    }
+
+    /// Known matrices (7 GiB, a 2^27 FilecoinLike's) take their room before the bases where
+    /// they fit beside a proof with its scalars on the device (32 GiB), and none where they
+    /// do not (16 GiB); the plan stays within the budget either way.
+    #[test]
+    fn known_matrices_come_before_the_bases() {
+        let mut f = shape_2_27();
+        let without = DevicePlan::new(&f, 32 * GIB, 2).unwrap();
+        f.matrices = 7 * GIB;
+        let plan = DevicePlan::new(&f, 32 * GIB, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::Resident);
+        assert_eq!(plan.matrices_bytes, 7 * GIB);
+        assert!(plan.room_with(plan.proofs_in_flight) >= 7 * GIB, "{plan:?}");
+        assert!(plan.resident_bytes < without.resident_bytes, "{plan:?}");
+        assert!(plan
+            .describe(&f)
+            .contains("room for the constraint matrices (7168 MiB)"));
+        for gib in [130, 32, 24, 16, 8] {
+            let plan = DevicePlan::new(&f, gib * GIB, 2).unwrap();
+            let used = plan.kept_bytes
+                + plan.resident_bytes
+                + plan.matrices_bytes
+                + plan.proof_bytes * plan.proofs_in_flight as u64;
+            assert!(used <= plan.budget, "{gib} GiB: {plan:?}");
+            if gib <= 16 {
+                assert_eq!(plan.matrices_bytes, 0, "{gib} GiB: {plan:?}");
+            }
+        }
     }
 
     /// Window buckets the same at every chunk size and over a quarter of the budget: the

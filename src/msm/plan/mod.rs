@@ -294,7 +294,7 @@ impl MsmPlan {
     /// Device bytes of the workspace this plan allocates (for messages; approximate).
     pub fn workspace_bytes(&self, xyzz: u64) -> u64 {
         let buckets = self.layout.total_buckets() * xyzz;
-        self.chunk as u64 * (32 + 4)
+        self.chunk as u64 * (2 * 32 + 4)
             + 2 * self.count_slots() * 4
             + self.max_entries() * 8
             + 2 * self.max_partials() * (4 + xyzz)
