@@ -172,6 +172,7 @@ impl DevicePlan {
         };
         let kept_with_streams =
             |option: &ChunkOption| option.kept + stream_bytes(option).iter().sum::<u64>();
+        let large_chunk = LARGE_CHUNK.min(footprint.chunks[0].points[0]);
         // The largest buffers of which one proof fits, with the matrices first. (Reserving
         // two proofs in flight with smaller buffers instead was slower:
         // docs/benchmarks/vram-budgets.md, 8fec278.)
@@ -201,7 +202,14 @@ impl DevicePlan {
                 .iter()
                 .find_map(|&(mode, proof_bytes, matrices)| {
                     let bytes = proof_bytes + matrices;
-                    let fits = |option: &&ChunkOption| kept_with_streams(option) + bytes <= budget;
+                    // Matrices only beside large chunks (or the MSM's own, where smaller):
+                    // at 24 GiB they left 80,640-point chunks, and the MSMs of a 2^27 proof
+                    // took 14 s against 4.3 s with 1,290,496-point chunks at 32 GiB (H200,
+                    // 675a7e2).
+                    let fits = |option: &&ChunkOption| {
+                        kept_with_streams(option) + bytes <= budget
+                            && (matrices == 0 || option.points[0] >= large_chunk)
+                    };
                     let mut fitting = footprint.chunks.iter().filter(fits);
                     fitting
                         .clone()
@@ -476,8 +484,12 @@ mod tests {
         assert!(plan
             .describe(&f)
             .contains("room for the constraint matrices (7168 MiB)"));
-        for gib in [130, 32, 24, 16, 8] {
+        for gib in [130, 32, 28, 24, 20, 16, 8] {
             let plan = DevicePlan::new(&f, gib * GIB, 2).unwrap();
+            assert!(
+                plan.matrices_bytes == 0 || plan.chunk_points[0] >= LARGE_CHUNK,
+                "{gib} GiB: matrices beside small chunks: {plan:?}"
+            );
             let used = plan.kept_bytes
                 + plan.resident_bytes
                 + plan.matrices_bytes
