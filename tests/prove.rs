@@ -23,7 +23,7 @@ use wgpu_groth16::groth16::batch::prove_batch_recorded_across;
 use wgpu_groth16::groth16::circuits::{
     BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint,
 };
-use wgpu_groth16::groth16::engine::{ChunkOption, DevicePlan, GpuEngine, ProofBuffers};
+use wgpu_groth16::groth16::engine::{ChunkOption, DevicePlan, Footprint, GpuEngine, ProofBuffers};
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{
     BatchProgress, CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters, Step,
@@ -459,10 +459,22 @@ fn smallest_budget_planning(
     mode: ProofBuffers,
 ) -> u64 {
     let footprint = gpu.footprint(&params.clone().into(), 0).unwrap();
+    smallest_budget_where(&footprint, |plan| plan.proof == mode)
+}
+
+/// The smallest budget (to a KiB) whose plan for `footprint` is `wanted`.
+fn smallest_budget_where(footprint: &Footprint, wanted: impl Fn(&DevicePlan) -> bool) -> u64 {
     let smallest = footprint.chunks.last().unwrap().kept;
-    (smallest..smallest + 4 * footprint.scalar_vectors.iter().sum::<u64>() + (1 << 20))
+    // Everything but the workspaces: every plan is found below it.
+    let end = smallest
+        + 3 * footprint.domain_vector
+        + footprint.scalar_vectors.iter().sum::<u64>()
+        + footprint.bases_bytes()
+        + footprint.matrices
+        + (4 << 20);
+    (smallest..end)
         .step_by(1 << 10)
-        .find(|&budget| DevicePlan::new(&footprint, budget, 1).is_ok_and(|plan| plan.proof == mode))
+        .find(|&budget| DevicePlan::new(footprint, budget, 1).is_ok_and(|plan| wanted(&plan)))
         .expect("a budget that plans this way")
 }
 
@@ -533,18 +545,7 @@ fn matrices_known_to_the_plan_stay_on_the_device_within_the_budget() {
     let gpu = engine.gpu_engine().expect("a GPU engine");
     let matrices = SparseKernels::bytes_of(&system);
     let footprint = gpu.footprint(&params.clone().into(), matrices).unwrap();
-    let smallest = footprint.chunks.last().unwrap().kept;
-    // Everything but the workspaces: the plan finds room for the matrices below it.
-    let end = smallest
-        + 3 * footprint.domain_vector
-        + footprint.scalar_vectors.iter().sum::<u64>()
-        + footprint.bases_bytes()
-        + matrices
-        + (4 << 20);
-    let budget = (smallest..end)
-        .step_by(1 << 10)
-        .find(|&budget| DevicePlan::new(&footprint, budget, 1).is_ok_and(|p| p.matrices_bytes > 0))
-        .expect("a budget with room for the matrices");
+    let budget = smallest_budget_where(&footprint, |plan| plan.matrices_bytes > 0);
     gpu.set_vram_budget(budget);
     gpu.pool().reset_peak();
     let not_told = Prover::with_engine(&params, engine.clone()).unwrap();
@@ -575,6 +576,60 @@ fn matrices_known_to_the_plan_stay_on_the_device_within_the_budget() {
     .unwrap();
     let peak = gpu.pool().stats().peak_bytes;
     assert_eq!(proof_bytes(&proofs[0]), expected);
+    assert!(!engine.gpu_failed(), "proved on the GPU");
+    assert!(
+        peak <= budget,
+        "{peak} bytes counted at once, budget {budget}"
+    );
+    drop(prover);
+    gpu.set_vram_budget(BUDGET);
+}
+
+/// Within the smallest budget that plans the products and the H step two vectors at a time
+/// (the matrices known to the plan, on the device beside the scalars): a recorded proof takes
+/// the paired path and a fully synthesized one the H step in parts, both bellperson's, on
+/// the GPU, the pool never counting more than the budget.
+#[test]
+fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let params = params_for(FilecoinLike::blank(10).unwrap(), 33);
+    let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
+    let gpu = engine.gpu_engine().expect("a GPU engine");
+    let matrices = SparseKernels::bytes_of(&system);
+    let footprint = gpu.footprint(&params.clone().into(), matrices).unwrap();
+    let budget = smallest_budget_where(&footprint, |plan| {
+        plan.proof == ProofBuffers::ProductsInPairs
+    });
+    gpu.set_vram_budget(budget);
+    gpu.pool().reset_peak();
+    let prover = Prover::with_engine_for(&params, engine.clone(), &system).unwrap();
+    let plan = prover.plan().expect("a plan on the GPU").clone();
+    assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
+    assert!(prover.device_matrices(&system).is_some(), "{plan:?}");
+    let circuit = FilecoinLike::new(10, 34).unwrap();
+    let (r, s) = (Scalar::random(rng(35)), Scalar::random(rng(36)));
+    let expected = proof_bytes(&create_proof(circuit.clone(), &params, r, s).unwrap());
+    let full = proof_bytes(&prover.prove(circuit.clone(), r, s).unwrap());
+    let never = CancelToken::new();
+    let (recorded, report) = prove_batch_recorded_across(
+        std::slice::from_ref(&prover),
+        vec![circuit],
+        &system,
+        &[r],
+        &[s],
+        &never,
+    )
+    .unwrap();
+    let peak = gpu.pool().stats().peak_bytes;
+    assert_eq!(full, expected, "full synthesis");
+    assert_eq!(proof_bytes(&recorded[0]), expected, "recorded system");
+    assert_eq!(
+        report.time(Step::Products),
+        std::time::Duration::ZERO,
+        "the products inside the paired H step"
+    );
     assert!(!engine.gpu_failed(), "proved on the GPU");
     assert!(
         peak <= budget,

@@ -271,14 +271,20 @@ impl Prover {
     /// aside from its host budget for every worker before it sizes how many circuits it
     /// synthesizes ahead (uncounted, ten 2^27 partitions within 12 GiB on the H200 reached
     /// 125.7 of the host's 128.4 GB). Zero where the scalars are on the device (the budget's
-    /// other half covers those proofs), and while the parameters are still loading (this
-    /// does not wait for them).
+    /// other half covers those proofs) unless the plan pairs the products on the device and
+    /// this proof's a, b, c come from the host (the H step in parts: the read-backs and the
+    /// A, B selection), and while the parameters are still loading (this does not wait for
+    /// them).
     pub fn host_bytes_a_proof(&self, assignment: &ProvingAssignment) -> u64 {
         let plan = match self.params.ready.get() {
             Some(Ok(loaded)) => loaded.resident.as_ref().map(|r| &r.plan),
             _ => None,
         };
-        let Some(plan) = plan.filter(|plan| !plan.scalars_on_device()) else {
+        let counted = |plan: &&DevicePlan| {
+            !plan.scalars_on_device()
+                || (plan.products_in_pairs() && assignment.deferred_products.is_none())
+        };
+        let Some(plan) = plan.filter(counted) else {
             return 0;
         };
         let rows = match &assignment.deferred_products {
@@ -288,7 +294,8 @@ impl Prover {
         let domain = rows.max(1).next_power_of_two();
         // The parted H step drops b and c computed for the proof once uploaded and reads
         // their transforms back at the domain's size.
-        let (products, read_back) = match (&assignment.deferred_products, plan.h_in_parts()) {
+        let in_parts = plan.h_in_parts() || plan.products_in_pairs();
+        let (products, read_back) = match (&assignment.deferred_products, in_parts) {
             (Some(_), true) => (rows, 2 * domain),
             (Some(_), false) => (3 * rows, 0),
             (None, true) => (0, 2 * domain),
@@ -505,7 +512,10 @@ impl Prover {
         // host memory and stream with their MSMs' chunks.
         let deferred = assignment.deferred_products.as_ref();
         let scalars_on_device = resident.is_none_or(|r| r.plan.scalars_on_device());
-        let h_in_parts = resident.is_some_and(|r| r.plan.h_in_parts());
+        // In pairs, a, b, c that do not come from the device's products take the H step in
+        // parts (three vectors do not fit beside the matrices).
+        let pairs = resident.is_some_and(|r| r.plan.products_in_pairs());
+        let h_in_parts = pairs || resident.is_some_and(|r| r.plan.h_in_parts());
         let (abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
@@ -525,69 +535,93 @@ impl Prover {
         let device_matrices = deferred.and_then(|m| self.device_matrices(m));
 
         let _compute = engine.enter(Stage::Compute);
-        let mut abc = match deferred {
-            Some(system) => self.step(lane, Step::Products, report, || {
-                engine.products(system, device_matrices.as_deref(), inputs, aux, &l_scalars)
-            })?,
-            None => abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
+        let paired_matrices = device_matrices.as_deref().filter(|_| pairs);
+        let (mut abc, h_done) = match (deferred, paired_matrices) {
+            // The products inside the H step's time.
+            (Some(system), Some(matrices)) => {
+                let h = self.step(lane, Step::HStep, report, || {
+                    engine.products_and_h_in_pairs(system, matrices, inputs, &l_scalars)
+                })?;
+                ([h, engine.vector(&[]), engine.vector(&[])], true)
+            }
+            (Some(system), None) => {
+                let abc = self.step(lane, Step::Products, report, || {
+                    let matrices = device_matrices.as_deref();
+                    engine.products(system, matrices, inputs, aux, &l_scalars, h_in_parts)
+                })?;
+                (abc, false)
+            }
+            (None, _) => (
+                abc.ok_or_else(|| Error::Internal("a, b, c were not staged".into()))?,
+                false,
+            ),
         };
-        // After the H step b and c are scratch: their buffers go back to the pool, where the
-        // A and B scalars take them (a proof with its scalars on the device holds four
-        // vectors at once, not six).
+        // After the H step b and c are scratch, and after the H MSM so is a: their buffers
+        // go back to the pool, where the A and B scalars take them (a proof with its
+        // scalars on the device holds four vectors at once at most, not six).
         let h_step = |abc: &mut [_; 3], report: &mut ProveReport| -> Result<()> {
-            self.step(lane, Step::HStep, report, || engine.h_step(abc, h_in_parts))?;
+            if !h_done {
+                self.step(lane, Step::HStep, report, || engine.h_step(abc, h_in_parts))?;
+            }
             abc[1] = engine.vector(&[]);
             abc[2] = engine.vector(&[]);
             Ok(())
         };
-        let msm_h_and_l = |h_scalars: &_, report: &mut ProveReport| -> Result<_> {
-            let msm_h = self.step(lane, Step::MsmH, report, || {
+        let msm_h = |abc: &mut [_; 3], report: &mut ProveReport| -> Result<G1Projective> {
+            let sum = self.step(lane, Step::MsmH, report, || {
                 let bases = engine.bases(&params.h, resident.map(|r| &r.h));
-                engine.msm::<G1>(&bases, h_scalars, params.h.len())
+                engine.msm::<G1>(&bases, &abc[0], params.h.len())
             })?;
-            let msm_l = self.step(lane, Step::MsmL, report, || {
+            abc[0] = engine.vector(&[]);
+            Ok(sum)
+        };
+        let msm_l = |report: &mut ProveReport| {
+            self.step(lane, Step::MsmL, report, || {
                 let bases = engine.bases(&params.l, resident.map(|r| &r.l));
                 engine.msm::<G1>(&bases, &l_scalars, aux.len())
-            })?;
-            Ok((msm_h, msm_l))
+            })
         };
-        let ((h, l), [a_scalars, b_scalars]) = if engine
-            .selects_on_device(device_matrices.as_deref())
-        {
-            // A few kernels: a step of its own, so that each step's time is its own work.
-            h_step(&mut abc, report)?;
-            let selected = self.step(lane, Step::Gather, report, || {
-                engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars)
-            })?;
-            (msm_h_and_l(&abc[0], report)?, selected)
-        } else {
-            // The selection runs on a thread of its own beside this worker's steps, not as
-            // a rayon task beside them: on the CPU engine the H step then ran on a rayon
-            // thread and blocked it on bellperson's thread pool, whose tasks (a bellperson
-            // MSM) waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two
-            // tests at once on 2 cores).
-            let cpu_lane = format!("{lane} CPU");
-            let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
-                let selection = scope.spawn(|| {
-                    let start = Instant::now();
-                    let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
-                        select_on_host(assignment)
+        let ((h, l), [a_scalars, b_scalars]) =
+            if engine.selects_on_device(device_matrices.as_deref()) {
+                // A few kernels: a step of its own, so that each step's time is its own work.
+                h_step(&mut abc, report)?;
+                let h = msm_h(&mut abc, report)?;
+                let selected = self.step(lane, Step::Gather, report, || {
+                    engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars)
+                })?;
+                ((h, msm_l(report)?), selected)
+            } else {
+                // The selection runs on a thread of its own beside this worker's steps, not as
+                // a rayon task beside them: on the CPU engine the H step then ran on a rayon
+                // thread and blocked it on bellperson's thread pool, whose tasks (a bellperson
+                // MSM) waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two
+                // tests at once on 2 cores).
+                let cpu_lane = format!("{lane} CPU");
+                let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
+                    let selection = scope.spawn(|| {
+                        let start = Instant::now();
+                        let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
+                            select_on_host(assignment)
+                        });
+                        (selected, start.elapsed())
                     });
-                    (selected, start.elapsed())
+                    let h_and_l = (|| {
+                        h_step(&mut abc, report)?;
+                        let h = msm_h(&mut abc, report)?;
+                        Ok::<_, Error>((h, msm_l(report)?))
+                    })();
+                    let selected = selection
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    (h_and_l, selected)
                 });
-                let h_and_l = h_step(&mut abc, report).and_then(|()| msm_h_and_l(&abc[0], report));
-                let selected = selection
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (h_and_l, selected)
-            });
-            report.record(Step::ScalarSelection, selection_time);
-            let h_and_l = h_and_l?;
-            let placed = self.step(lane, Step::Gather, report, || {
-                engine.place_selected(selected, &l_scalars)
-            })?;
-            (h_and_l, placed)
-        };
+                report.record(Step::ScalarSelection, selection_time);
+                let h_and_l = h_and_l?;
+                let placed = self.step(lane, Step::Gather, report, || {
+                    engine.place_selected(selected, &l_scalars)
+                })?;
+                (h_and_l, placed)
+            };
 
         let a_len = inputs.len() + a_aux_density.total();
         let b_len = b_input_density.total() + b_aux_density.total();

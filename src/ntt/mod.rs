@@ -29,7 +29,8 @@ use program::{NttEntry, NttParams, NttProgram};
 use reference::h_domain;
 pub(crate) use reference::log2_of;
 use steps::{
-    h_steps, to_coset_steps, transform_steps, unscaled_coefficients_steps, Binds, Layout, Step,
+    h_finish_steps, h_product_steps, h_steps, to_coset_steps, transform_steps,
+    unscaled_coefficients_steps, Binds, Layout, Step,
 };
 use tables::DomainTables;
 pub use tables::HIGH_TABLE_BITS;
@@ -360,6 +361,42 @@ impl NttKernels {
         let mut steps = to_coset;
         h_steps(&tables, layout, &mut steps);
         self.submit(&tables, &steps, [a, b, c])
+    }
+
+    /// The H step with two vectors on the device, for products computed there: a and b to
+    /// the coset and their product into a, then b's buffer cleared and given to `fill_c`
+    /// (which writes c into it and returns its submission), c to its coefficients, and the
+    /// rest. The dispatches of [`h_resident`](Self::h_resident), so the same values; leaves
+    /// h in `a`. Returns the last submission.
+    pub fn h_in_pairs(
+        &self,
+        a: &DeviceVector<Scalar>,
+        b_then_c: &DeviceVector<Scalar>,
+        fill_c: impl FnOnce(&DeviceVector<Scalar>) -> Result<wgpu::SubmissionIndex>,
+    ) -> Result<wgpu::SubmissionIndex> {
+        if b_then_c.layout() != a.layout() {
+            return Err(Error::InvalidInput("a and b must be of one size".into()));
+        }
+        let tables = self.tables(a.layout().log_n)?;
+        let layout = self.layout(a);
+        let steps_of = |add: fn(&DomainTables, Layout, &mut Vec<Step>)| {
+            let mut steps = Vec::new();
+            add(&tables, layout, &mut steps);
+            steps
+        };
+        let to_coset = steps_of(to_coset_steps);
+        self.submit(&tables, &to_coset, [a, a, a])?;
+        self.submit(&tables, &to_coset, [b_then_c, b_then_c, b_then_c])?;
+        self.submit(&tables, &steps_of(h_product_steps), [a, b_then_c, b_then_c])?;
+        let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
+        for part in b_then_c.parts() {
+            encoder.clear_buffer(part, 0, None);
+        }
+        self.gpu.submit([encoder.finish()]);
+        fill_c(b_then_c)?;
+        let c = b_then_c;
+        self.submit(&tables, &steps_of(unscaled_coefficients_steps), [c, c, c])?;
+        self.submit(&tables, &steps_of(h_finish_steps), [a, c, c])
     }
 
     /// The H step with one of a, b, c on the device at a time, for budgets that cannot hold

@@ -93,8 +93,18 @@ pub fn unscaled_coefficients_steps(tables: &DomainTables, layout: Layout, steps:
 /// 1/(n·Z) (`ntt_h_finish`), and a bit reversal to natural order. Six transforms in all
 /// where bellperson runs seven: c never goes to the coset.
 pub fn h_steps(tables: &DomainTables, layout: Layout, steps: &mut Vec<Step>) {
+    h_product_steps(tables, layout, steps);
+    h_finish_steps(tables, layout, steps);
+}
+
+/// The first of [`h_steps`]: a·b into a (the only one that reads b).
+pub fn h_product_steps(tables: &DomainTables, layout: Layout, steps: &mut Vec<Step>) {
+    Plan::new(tables, layout).h_pass(steps, NttEntry::HProduct, OMEGA);
+}
+
+/// The rest of [`h_steps`], after [`h_product_steps`] (the only ones that read c).
+pub fn h_finish_steps(tables: &DomainTables, layout: Layout, steps: &mut Vec<Step>) {
     let plan = Plan::new(tables, layout);
-    plan.h_pass(steps, NttEntry::HProduct, OMEGA);
     plan.transform(steps, OMEGA_INV, Order::Frequency);
     plan.h_pass(steps, NttEntry::HFinish, COSET_INV);
     plan.bit_reverse(steps);

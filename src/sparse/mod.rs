@@ -301,6 +301,34 @@ impl SparseKernels {
         self.run(SparseEntry::Rows, matrices, inputs, aux, chunks)
     }
 
+    /// Writes one product (`matrix`: 0 for A·z, 1 for B·z, 2 for C·z) into `out`, zeroed, as
+    /// [`products`](Self::products) writes it. Returns the submission to wait on.
+    pub fn product(
+        &self,
+        matrices: &ResidentMatrices,
+        matrix: usize,
+        inputs: &[Scalar],
+        aux: &DeviceVector<Scalar>,
+        out: &DeviceVector<Scalar>,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let chunks = matrices
+            .matrices
+            .get(matrix)
+            .ok_or_else(|| Error::Internal(format!("no matrix {matrix} of three")))?;
+        if out.layout() != matrices.layouts.products {
+            return Err(Error::Internal(
+                "the product's vector is not of the matrices' layout".into(),
+            ));
+        }
+        self.run(
+            SparseEntry::Rows,
+            matrices,
+            inputs,
+            aux,
+            std::iter::once((chunks, out)),
+        )
+    }
+
     /// Writes the A and B queries' scalars into `out` (zeroed, of the queries' layouts): the
     /// inputs, then the aux values A's density marks; the inputs and aux values B's
     /// densities mark. Returns the submission to wait on.

@@ -56,8 +56,21 @@ impl Engine for CpuEngine {
         inputs: &[Scalar],
         aux_values: &[Scalar],
         _: &Cow<'a, [Scalar]>,
+        _in_parts: bool,
     ) -> Result<[Cow<'a, [Scalar]>; 3]> {
         Ok(system.products_of(inputs, aux_values).map(Cow::Owned))
+    }
+
+    /// Never called: the CPU keeps no matrices on a device. As `products` then `h_step`.
+    fn products_and_h_in_pairs<'a>(
+        &'a self,
+        system: &RecordedSystem,
+        _: &ResidentMatrices,
+        inputs: &[Scalar],
+        aux: &Cow<'a, [Scalar]>,
+    ) -> Result<Cow<'a, [Scalar]>> {
+        let [a, b, c] = system.products_of(inputs, aux);
+        Ok(Cow::Owned(h_coefficients_cpu(&a, &b, &c)?))
     }
 
     fn h_step(&self, inputs: &mut [Cow<'_, [Scalar]>; 3], _in_parts: bool) -> Result<()> {

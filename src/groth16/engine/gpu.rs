@@ -529,11 +529,13 @@ impl Engine for GpuEngine {
         inputs: &[Scalar],
         aux_values: &[Scalar],
         aux: &GpuVector<'a>,
+        in_parts: bool,
     ) -> Result<[GpuVector<'a>; 3]> {
         let (Some(resident), GpuVector::Device(aux)) = (resident, aux) else {
             let [a, b, c] = system.products_of(inputs, aux_values);
-            // With the scalars kept on the host, so are a, b, c: the H step moves them.
-            if aux.on_host().is_some() {
+            // With the scalars kept on the host, or the H step in parts, so are a, b, c: the
+            // H step moves them.
+            if in_parts || aux.on_host().is_some() {
                 return Ok([a, b, c].map(GpuVector::Owned));
             }
             return Ok(self
@@ -549,6 +551,30 @@ impl Engine for GpuEngine {
                 .products(resident, inputs, aux, [&out[0], &out[1], &out[2]])?;
         self.gpu.wait_for(submission)?;
         Ok(out.map(|v| GpuVector::Device(Box::new(v))))
+    }
+
+    fn products_and_h_in_pairs<'a>(
+        &'a self,
+        system: &RecordedSystem,
+        resident: &ResidentMatrices,
+        inputs: &[Scalar],
+        aux: &GpuVector<'a>,
+    ) -> Result<GpuVector<'a>> {
+        let GpuVector::Device(aux) = aux else {
+            return Err(Error::Internal(
+                "products in pairs need the aux values on the device".into(),
+            ));
+        };
+        let sparse = self.sparse()?;
+        let [a, b] = [(); 2].map(|_| self.zeroed(system.rows()));
+        let (a, b) = (a?, b?);
+        sparse.product(resident, 0, inputs, aux, &a)?;
+        sparse.product(resident, 1, inputs, aux, &b)?;
+        let last = self
+            .ntt
+            .h_in_pairs(&a, &b, |c| sparse.product(resident, 2, inputs, aux, c))?;
+        self.gpu.wait_for(last)?;
+        Ok(GpuVector::Device(Box::new(a)))
     }
 
     fn h_step(&self, inputs: &mut [GpuVector<'_>; 3], in_parts: bool) -> Result<()> {

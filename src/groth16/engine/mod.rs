@@ -80,7 +80,9 @@ pub trait Engine: Sync {
     /// `inputs` then `aux_values`, where this engine computes, as [`h_inputs`](Self::h_inputs)
     /// gives them. `aux` is `aux_values` as [`upload`](Self::upload) put them (the L MSM's
     /// scalars, which a GPU reads in place); `resident` the matrices on this engine's device,
-    /// if they are kept there (else the products run on the CPU).
+    /// if they are kept there (else the products run on the CPU). Products run on the CPU
+    /// stay in host memory where the scalars do or `in_parts` (the H step in parts moves
+    /// them).
     fn products<'a>(
         &'a self,
         system: &RecordedSystem,
@@ -88,7 +90,19 @@ pub trait Engine: Sync {
         inputs: &[Scalar],
         aux_values: &[Scalar],
         aux: &Self::Vector<'a>,
+        in_parts: bool,
     ) -> Result<[Self::Vector<'a>; 3]>;
+
+    /// [`products`](Self::products) then [`h_step`](Self::h_step), two vectors at a time on
+    /// a GPU with `resident` matrices (`NttKernels::h_in_pairs`: A·z and B·z to the coset and
+    /// their product, then C·z in b's room): h's coefficients, as the H step leaves them in a.
+    fn products_and_h_in_pairs<'a>(
+        &'a self,
+        system: &RecordedSystem,
+        resident: &ResidentMatrices,
+        inputs: &[Scalar],
+        aux: &Self::Vector<'a>,
+    ) -> Result<Self::Vector<'a>>;
 
     /// bellperson's H step on [`h_inputs`](Self::h_inputs), in place: the coefficients of h
     /// (the first n - 1 are the H MSM's scalars) replace a; b and c are scratch, kept by the

@@ -26,8 +26,8 @@ use crate::{Error, Result};
 pub struct Footprint {
     /// One vector of the H step's domain (a, b and c each take one).
     pub domain_vector: u64,
-    /// The L, A and B scalar vectors of one proof. A and B are made after the H step, in
-    /// the room b and c leave.
+    /// The L, A and B scalar vectors of one proof. A and B are made after the H step and
+    /// the H MSM, in the room a, b and c leave.
     pub scalar_vectors: [u64; 3],
     /// The H step in parts: one domain vector and one of its parts.
     pub h_in_parts: u64,
@@ -43,10 +43,18 @@ pub struct Footprint {
 
 impl Footprint {
     /// One proof's buffers with its scalars on the device: a, b, c and the L scalars, then
-    /// a (now h's coefficients), L, A and B.
+    /// L, A and B.
     pub fn resident_proof(&self) -> u64 {
         let [l, a, b] = self.scalar_vectors;
-        (3 * self.domain_vector + l).max(self.domain_vector + l + a + b)
+        (3 * self.domain_vector + l).max(l + a + b)
+    }
+
+    /// [`ProofBuffers::ProductsInPairs`]: the L scalars and two of a, b, c (or, for a proof
+    /// whose a, b, c come from the host, one and a part of another: the H step in parts),
+    /// then L, A and B.
+    pub fn paired_proof(&self) -> u64 {
+        let [l, a, b] = self.scalar_vectors;
+        (2 * self.domain_vector + l).max(l + a + b)
     }
 
     /// Bytes of every base.
@@ -111,6 +119,11 @@ pub enum ProofBuffers {
     /// One of a, b, c on the device at a time, and a part of another (the H step in parts);
     /// the scalars streamed.
     HInParts,
+    /// The constraint matrices and the L, A, B scalars on the device, the products and the
+    /// H step two vectors at a time (A·z and B·z to the coset and their product, then C·z
+    /// in b's room): for budgets where the matrices do not fit beside three vectors. A
+    /// proof whose a, b, c come from the host takes the H step in parts.
+    ProductsInPairs,
 }
 
 /// The base sets in the order they are kept resident.
@@ -178,6 +191,11 @@ impl DevicePlan {
         // docs/benchmarks/vram-budgets.md, 8fec278.)
         let modes = [
             (ProofBuffers::Resident, resident_proof, footprint.matrices),
+            (
+                ProofBuffers::ProductsInPairs,
+                footprint.paired_proof(),
+                footprint.matrices,
+            ),
             (ProofBuffers::Resident, resident_proof, 0),
             (ProofBuffers::ScalarsStreamed, abc, 0),
             (ProofBuffers::HInParts, footprint.h_in_parts, 0),
@@ -200,6 +218,10 @@ impl DevicePlan {
             Some(chunk) => (chunk, chunk.kept, modes[0]),
             None => modes
                 .iter()
+                .filter(|&&(mode, _, matrices)| {
+                    // Pairs need the matrices on the device.
+                    mode != ProofBuffers::ProductsInPairs || matrices > 0
+                })
                 .find_map(|&(mode, proof_bytes, matrices)| {
                     let bytes = proof_bytes + matrices;
                     // Matrices only beside large chunks (or the MSM's own, where smaller):
@@ -293,7 +315,15 @@ impl DevicePlan {
 
     /// Whether the L, A, B scalars are in device vectors (else streamed from the host).
     pub fn scalars_on_device(&self) -> bool {
-        self.proof == ProofBuffers::Resident
+        matches!(
+            self.proof,
+            ProofBuffers::Resident | ProofBuffers::ProductsInPairs
+        )
+    }
+
+    /// Whether the products and the H step run two vectors at a time.
+    pub fn products_in_pairs(&self) -> bool {
+        self.proof == ProofBuffers::ProductsInPairs
     }
 
     /// Whether the H step holds one of a, b, c on the device at a time.
@@ -339,6 +369,9 @@ impl DevicePlan {
                 "a, b, c on the device, scalars streamed from the host"
             }
             ProofBuffers::HInParts => "the H step in parts, scalars streamed from the host",
+            ProofBuffers::ProductsInPairs => {
+                "the products and the H step two vectors at a time, the scalars on the device"
+            }
         };
         let buckets = match self.bucket_bytes {
             u64::MAX => String::new(),
@@ -498,6 +531,18 @@ mod tests {
             if gib <= 16 {
                 assert_eq!(plan.matrices_bytes, 0, "{gib} GiB: {plan:?}");
             }
+        }
+        // At 24 GiB the matrices do not fit beside three vectors and the L scalars (23 GiB):
+        // two vectors at a time they do, beside large chunks.
+        let plan = DevicePlan::new(&f, 24 * GIB, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
+        assert_eq!(plan.matrices_bytes, 7 * GIB);
+        assert!(plan.scalars_on_device() && plan.products_in_pairs());
+        // Unknown matrices never plan pairs.
+        f.matrices = 0;
+        for gib in [32, 24, 20, 16] {
+            let plan = DevicePlan::new(&f, gib * GIB, 2).unwrap();
+            assert_ne!(plan.proof, ProofBuffers::ProductsInPairs, "{gib} GiB");
         }
     }
 
