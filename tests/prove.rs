@@ -26,7 +26,8 @@ use wgpu_groth16::groth16::circuits::{
 use wgpu_groth16::groth16::engine::{ChunkOption, DevicePlan, Footprint, GpuEngine, ProofBuffers};
 use wgpu_groth16::groth16::synthesis::public_inputs;
 use wgpu_groth16::groth16::{
-    BatchProgress, CancelToken, PointCheck, Prover, ProverEngine, ProvingParameters, Step,
+    BatchProgress, CancelToken, PointCheck, ProveReport, Prover, ProverEngine, ProvingParameters,
+    Step,
 };
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::recorded::{RecordedSystem, Shape};
@@ -485,40 +486,8 @@ fn proof_within_a_budget_planning(mode: ProofBuffers, seed: u64) {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
-    let params = params_for(FilecoinLike::blank(10).unwrap(), seed);
-    let gpu = engine.gpu_engine().expect("a GPU engine");
-    let budget = smallest_budget_planning(gpu, &params, mode);
-    gpu.set_vram_budget(budget);
-    gpu.pool().reset_peak();
-    let proved = (|| {
-        let prover = Prover::with_engine(&params, engine.clone())?;
-        let plan = prover.plan().expect("a plan on the GPU").clone();
-        assert_eq!(plan.proof, mode, "{plan:?}");
-        let circuit = FilecoinLike::new(10, seed).unwrap();
-        let (r, s) = (Scalar::random(rng(seed)), Scalar::random(rng(seed + 1)));
-        let expected = proof_bytes(&create_proof(circuit.clone(), &params, r, s).unwrap());
-        let full = proof_bytes(&prover.prove(circuit.clone(), r, s)?);
-        let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap())?);
-        let never = CancelToken::new();
-        let (recorded, _) = prove_batch_recorded_across(
-            std::slice::from_ref(&prover),
-            vec![circuit],
-            &system,
-            &[r],
-            &[s],
-            &never,
-        )?;
-        Ok::<_, Error>((expected, full, proof_bytes(&recorded[0])))
-    })();
-    let peak = gpu.pool().stats().peak_bytes;
-    let (expected, full, recorded) = proved.unwrap();
-    assert_eq!(full, expected, "full synthesis");
-    assert_eq!(recorded, expected, "recorded system");
-    assert!(!engine.gpu_failed(), "proved on the GPU");
-    assert!(
-        peak <= budget,
-        "{peak} bytes counted at once, budget {budget}"
-    );
+    prove_within_the_smallest_budget(&engine, seed, |plan| plan.proof == mode, Told::Nothing);
+    engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
 }
 
 #[test]
@@ -531,87 +500,49 @@ fn the_h_step_in_parts_gives_bellpersons_proof_within_the_budget() {
     proof_within_a_budget_planning(ProofBuffers::HInParts, 19);
 }
 
-/// A prover told its circuit's matrices (`Prover::with_engine_for`) within the smallest
-/// budget whose plan sets room aside for them: the products and the A, B gathers run on the
-/// device (where a prover not told gave that room to the bases and ran them on the CPU), the
-/// proof is bellperson's, and the pool never counts more than the budget.
-#[test]
-fn matrices_known_to_the_plan_stay_on_the_device_within_the_budget() {
-    let Some((engine, _one_at_a_time)) = budget_engine() else {
-        return;
-    };
-    let params = params_for(FilecoinLike::blank(10).unwrap(), 29);
-    let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
-    let gpu = engine.gpu_engine().expect("a GPU engine");
-    let matrices = SparseKernels::bytes_of(&system);
-    let footprint = gpu.footprint(&params.clone().into(), matrices).unwrap();
-    let budget = smallest_budget_where(&footprint, |plan| plan.matrices_bytes > 0);
-    gpu.set_vram_budget(budget);
-    gpu.pool().reset_peak();
-    let not_told = Prover::with_engine(&params, engine.clone()).unwrap();
-    assert!(
-        not_told.device_matrices(&system).is_none(),
-        "the bases take the room: {:?}",
-        not_told.plan()
-    );
-    drop(not_told);
-    let prover = Prover::with_engine_for(&params, engine.clone(), &system).unwrap();
-    assert!(
-        prover.device_matrices(&system).is_some(),
-        "{:?}",
-        prover.plan()
-    );
-    let circuit = FilecoinLike::new(10, 30).unwrap();
-    let (r, s) = (Scalar::random(rng(31)), Scalar::random(rng(32)));
-    let expected = proof_bytes(&create_proof(circuit.clone(), &params, r, s).unwrap());
-    let never = CancelToken::new();
-    let (proofs, _) = prove_batch_recorded_across(
-        std::slice::from_ref(&prover),
-        vec![circuit],
-        &system,
-        &[r],
-        &[s],
-        &never,
-    )
-    .unwrap();
-    let peak = gpu.pool().stats().peak_bytes;
-    assert_eq!(proof_bytes(&proofs[0]), expected);
-    assert!(!engine.gpu_failed(), "proved on the GPU");
-    assert!(
-        peak <= budget,
-        "{peak} bytes counted at once, budget {budget}"
-    );
-    drop(prover);
-    gpu.set_vram_budget(BUDGET);
+/// What a prover is told of its circuit before its plan.
+#[derive(Clone, Copy, PartialEq)]
+enum Told {
+    Nothing,
+    /// The recorded matrices (`Prover::with_engine_for`): they stay on the device.
+    Matrices,
 }
 
-/// Within the smallest budget that plans the products and the H step two vectors at a time
-/// (the matrices known to the plan, on the device beside the scalars): a recorded proof takes
-/// the paired path and a fully synthesized one the H step in parts, both bellperson's, on
-/// the GPU, the pool never counting more than the budget.
-#[test]
-fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
-    let Some((engine, _one_at_a_time)) = budget_engine() else {
-        return;
-    };
-    let params = params_for(FilecoinLike::blank(10).unwrap(), 33);
+/// Within the smallest budget whose plan for FilecoinLike 2^10 (its matrices known where
+/// `told`) is `wanted`: a prover proves a circuit by full synthesis and from its recorded
+/// system, each proof bellperson's, on the GPU, the pool never counting more than the
+/// budget, which stays set. Returns the recorded proof's report.
+fn prove_within_the_smallest_budget(
+    engine: &Arc<ProverEngine>,
+    seed: u64,
+    wanted: impl Fn(&DevicePlan) -> bool,
+    told: Told,
+) -> ProveReport {
+    let params = params_for(FilecoinLike::blank(10).unwrap(), seed);
     let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let matrices = SparseKernels::bytes_of(&system);
+    let matrices = match told {
+        Told::Nothing => 0,
+        Told::Matrices => SparseKernels::bytes_of(&system),
+    };
     let footprint = gpu.footprint(&params.clone().into(), matrices).unwrap();
-    let budget = smallest_budget_where(&footprint, |plan| {
-        plan.proof == ProofBuffers::ProductsInPairs
-    });
+    let budget = smallest_budget_where(&footprint, |plan| wanted(plan));
     gpu.set_vram_budget(budget);
     gpu.pool().reset_peak();
-    let prover = Prover::with_engine_for(&params, engine.clone(), &system).unwrap();
+    let prover = match told {
+        Told::Nothing => Prover::with_engine(&params, engine.clone()).unwrap(),
+        Told::Matrices => Prover::with_engine_for(&params, engine.clone(), &system).unwrap(),
+    };
     let plan = prover.plan().expect("a plan on the GPU").clone();
-    assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
-    assert!(prover.device_matrices(&system).is_some(), "{plan:?}");
-    let circuit = FilecoinLike::new(10, 34).unwrap();
-    let (r, s) = (Scalar::random(rng(35)), Scalar::random(rng(36)));
+    assert!(wanted(&plan), "{plan:?}");
+    if told == Told::Matrices {
+        assert!(prover.device_matrices(&system).is_some(), "{plan:?}");
+    }
+    let circuit = FilecoinLike::new(10, seed + 1).unwrap();
+    let (r, s) = (Scalar::random(rng(seed + 2)), Scalar::random(rng(seed + 3)));
     let expected = proof_bytes(&create_proof(circuit.clone(), &params, r, s).unwrap());
-    let full = proof_bytes(&prover.prove(circuit.clone(), r, s).unwrap());
+    let proof = prover.prove(circuit.clone(), r, s).unwrap();
+    assert_eq!(proof_bytes(&proof), expected, "full synthesis");
     let never = CancelToken::new();
     let (recorded, report) = prove_batch_recorded_across(
         std::slice::from_ref(&prover),
@@ -623,20 +554,54 @@ fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
     )
     .unwrap();
     let peak = gpu.pool().stats().peak_bytes;
-    assert_eq!(full, expected, "full synthesis");
     assert_eq!(proof_bytes(&recorded[0]), expected, "recorded system");
-    assert_eq!(
-        report.time(Step::Products),
-        std::time::Duration::ZERO,
-        "the products inside the paired H step"
-    );
     assert!(!engine.gpu_failed(), "proved on the GPU");
     assert!(
         peak <= budget,
         "{peak} bytes counted at once, budget {budget}"
     );
-    drop(prover);
-    gpu.set_vram_budget(BUDGET);
+    report
+}
+
+/// Told its circuit's matrices, a prover keeps them on the device beside three vectors
+/// within the smallest budget whose plan sets room aside for them so, where a prover not
+/// told gives that room to the bases and runs the products on the CPU.
+#[test]
+fn matrices_known_to_the_plan_stay_on_the_device_within_the_budget() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let resident =
+        |plan: &DevicePlan| plan.matrices_bytes > 0 && plan.proof == ProofBuffers::Resident;
+    prove_within_the_smallest_budget(&engine, 29, resident, Told::Matrices);
+    let params = params_for(FilecoinLike::blank(10).unwrap(), 29);
+    let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
+    let not_told = Prover::with_engine(&params, engine.clone()).unwrap();
+    assert!(
+        not_told.device_matrices(&system).is_none(),
+        "the bases take the room: {:?}",
+        not_told.plan()
+    );
+    drop(not_told);
+    engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
+}
+
+/// Within the smallest budget that plans the products and the H step two vectors at a time,
+/// a recorded proof takes the paired path (no products step of its own) and a fully
+/// synthesized one the H step in parts, both bellperson's.
+#[test]
+fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let pairs = |plan: &DevicePlan| plan.proof == ProofBuffers::ProductsInPairs;
+    let report = prove_within_the_smallest_budget(&engine, 33, pairs, Told::Matrices);
+    assert_eq!(
+        report.time(Step::Products),
+        std::time::Duration::ZERO,
+        "the products inside the paired H step"
+    );
+    engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
 }
 
 /// Two batches at once on one device whose plan holds one proof's buffers (as two daemon
