@@ -60,7 +60,7 @@ impl Step {
             Step::Synthesis => "synthesis",
             Step::Staging => "staging",
             Step::Products => "products",
-            Step::Gather => "A, B gather or upload",
+            Step::Gather => "A, B scalars",
             Step::HStep => "H step",
             Step::MsmH => "MSM H",
             Step::MsmL => "MSM L",
