@@ -169,8 +169,8 @@ pub enum BenchCommand {
         #[arg(long)]
         chunk_points: Option<usize>,
         /// Also time the MSM with every base streamed from host memory in chunks of this
-        /// many points (as a VRAM budget plans it), the scalars on the host: the `streamed`
-        /// column, beside the resident one.
+        /// many points (as a VRAM budget plans it), the scalars on the host: the `bases
+        /// streamed` column, beside the resident one.
         #[arg(long)]
         streamed_chunk_points: Option<usize>,
     },
