@@ -1,11 +1,13 @@
 //! The wgpu side, knowing nothing of the kernels above it: adapter and device ([`context`]),
 //! programs and their validation ([`program`]), typed vectors on the device ([`vector`]),
 //! the device memory and the default VRAM budget ([`memory`]), the buffer pool and its
-//! VRAM budget ([`pool`]), uploads and read-backs (`transfer`),
+//! VRAM budget ([`pool`]), uploads and read-backs (`transfer`, staging in host memory:
+//! `host_staging`),
 //! the stage of every wait ([`waits`]), and here the helpers every kernel runner uses
 //! (pipelines, buffers, dispatch, the two waits).
 
 pub mod context;
+mod host_staging;
 pub mod memory;
 pub mod pipeline_cache;
 pub mod pool;
@@ -16,6 +18,7 @@ pub mod waits;
 
 pub use context::{AdapterSelector, Capabilities, GpuContext};
 pub use program::{Binding, EntryPoint, Program, WideMul};
+pub use transfer::StagingMemory;
 pub use vector::DeviceVector;
 
 use crate::error::{Error, Result};

@@ -16,6 +16,7 @@
 use std::sync::mpsc;
 use std::sync::Mutex;
 
+use super::host_staging::{self, HostMapping};
 use crate::error::{Error, Result};
 
 /// Bytes per staging buffer. Big enough that per-chunk overhead vanishes, small enough that a
@@ -32,17 +33,38 @@ const MAX_UPLOAD_SLOTS: usize = 32;
 type MapResult = std::result::Result<(), wgpu::BufferAsyncError>;
 
 /// A staging buffer and, while the GPU may still use it, the submission that last did and
-/// the map request that completes after it.
+/// (for buffers wgpu maps) the map request that completes after it.
 struct Slot {
     buffer: wgpu::Buffer,
-    pending: Option<(wgpu::SubmissionIndex, mpsc::Receiver<MapResult>)>,
+    /// Where the buffer is host memory mapped for its life; `None`: wgpu maps it.
+    host: Option<HostMapping>,
+    pending: Option<(wgpu::SubmissionIndex, Option<mpsc::Receiver<MapResult>>)>,
+}
+
+/// Where upload staging buffers are made.
+///
+/// On the H200 (docs/benchmarks/transfers.md) host memory uploads 1.4x faster alone (35
+/// against 25 GB/s), but its copies cross the bus on the GPU's one queue, between the
+/// kernels: an MSM streaming its bases hid none of its upload (2^25: 443.5 ms against 331.2
+/// resident), where with wgpu's buffers the CPU's writes cross the bus beside the kernels and
+/// the queue's copies stay in device memory. So wgpu's buffers are the default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StagingMemory {
+    /// Host memory mapped once (Vulkan; elsewhere, or where the driver refuses, as
+    /// [`StagingMemory::Wgpu`]): the GPU's copy reads it across the bus.
+    Host,
+    /// wgpu's `MAP_WRITE` buffers, device memory under resizable BAR: the CPU's writes cross
+    /// the bus.
+    Wgpu,
 }
 
 /// The staging buffers of one device, made on first use.
-#[derive(Default)]
 pub struct Staging {
     upload: Mutex<UploadSlots>,
     download: Mutex<Vec<Slot>>,
+    /// Whether new upload slots are tried in host memory ([`StagingMemory::Host`]; cleared
+    /// for good where the driver refuses).
+    host_memory: std::sync::atomic::AtomicBool,
     /// Bytes uploaded through these buffers since the device opened.
     uploaded: std::sync::atomic::AtomicU64,
 }
@@ -65,6 +87,17 @@ impl Default for UploadSlots {
     }
 }
 
+impl Default for Staging {
+    fn default() -> Self {
+        Staging {
+            upload: Default::default(),
+            download: Default::default(),
+            host_memory: std::sync::atomic::AtomicBool::new(false),
+            uploaded: Default::default(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Staging {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Staging")
@@ -80,7 +113,52 @@ impl Slot {
                 usage,
                 mapped_at_creation: mapped,
             }),
+            host: None,
             pending: None,
+        }
+    }
+
+    /// An upload slot: in host memory where `host` asks and the driver agrees, else wgpu's
+    /// mapped buffer.
+    fn upload(device: &wgpu::Device, size: u64, host: &std::sync::atomic::AtomicBool) -> Self {
+        use std::sync::atomic::Ordering::Relaxed;
+        if host.load(Relaxed) {
+            match host_staging::upload_buffer(device, size) {
+                Some((buffer, mapping)) => {
+                    return Slot {
+                        buffer,
+                        host: Some(mapping),
+                        pending: None,
+                    }
+                }
+                None => host.store(false, Relaxed),
+            }
+        }
+        let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+        Slot::new(device, size, usage, true)
+    }
+
+    /// Writes `bytes` at the start of the (free) slot and gives the buffer to the GPU.
+    fn write(&self, bytes: &[u8]) -> Result<()> {
+        let Some(host) = &self.host else {
+            write_mapped(&self.buffer, bytes)?;
+            self.buffer.unmap();
+            return Ok(());
+        };
+        on_copy_threads(bytes.chunks(COPY_PIECE).enumerate(), |(i, piece)| {
+            // SAFETY: the slot is free (its last copy has completed) and this upload holds it.
+            unsafe { host.write(i * COPY_PIECE, piece) };
+            Ok(())
+        })
+    }
+
+    /// Marks the slot busy until `submission` (its copy) completes, and for buffers wgpu
+    /// maps, asks for the map back after it.
+    fn copied_in(&mut self, submission: wgpu::SubmissionIndex) {
+        if self.host.is_some() {
+            self.pending = Some((submission, None));
+        } else {
+            self.request_map(wgpu::MapMode::Write, submission);
         }
     }
 
@@ -92,6 +170,10 @@ impl Slot {
         if !gpu.has_completed(submission.clone())? {
             return Ok(false);
         }
+        let Some(receiver) = receiver else {
+            self.pending = None;
+            return Ok(true);
+        };
         match receiver.try_recv() {
             Ok(mapped) => {
                 mapped.map_err(|e| Error::device("mapping a staging buffer", e))?;
@@ -107,6 +189,9 @@ impl Slot {
     fn wait_mapped(&mut self, gpu: &super::GpuContext) -> Result<()> {
         if let Some((submission, receiver)) = self.pending.take() {
             gpu.wait_for(submission)?;
+            let Some(receiver) = receiver else {
+                return Ok(());
+            };
             receiver
                 .recv()
                 .map_err(|e| Error::device("staging map never completed", e))?
@@ -120,7 +205,7 @@ impl Slot {
         self.buffer
             .slice(..)
             .map_async(mode, move |r| drop(sender.send(r)));
-        self.pending = Some((submission, receiver));
+        self.pending = Some((submission, Some(receiver)));
     }
 }
 
@@ -214,19 +299,47 @@ impl super::GpuContext {
         let chunk = chunk_size(self);
         for (i, piece) in bytes.chunks(chunk as usize).enumerate() {
             let mut slot = self.take_upload_slot(chunk)?;
-            let copied = write_mapped(&slot.buffer, piece).map(|()| {
-                slot.buffer.unmap();
+            let copied = slot.write(piece).map(|()| {
                 let mut encoder = self.device.create_command_encoder(&Default::default());
                 let at = offset + i as u64 * chunk;
                 encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, at, piece.len() as u64);
                 let submission = self.submit([encoder.finish()]);
-                slot.request_map(wgpu::MapMode::Write, submission);
+                slot.copied_in(submission);
             });
             // A slot whose write failed is still mapped and free: it goes back either way.
             self.lock_upload_slots().idle.push(slot);
             copied?;
         }
         self.check_alive()
+    }
+
+    /// Where upload staging buffers are made from now on: the idle ones go, and later
+    /// uploads make theirs in `memory` ([`StagingMemory::Wgpu`] by default; `bench transfer`
+    /// compares the two).
+    pub fn set_upload_staging(&self, memory: StagingMemory) {
+        let mut slots = self.lock_upload_slots();
+        for slot in slots.idle.drain(..) {
+            slot.buffer.destroy();
+        }
+        slots.made = 0;
+        self.staging.host_memory.store(
+            memory == StagingMemory::Host,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// Where the upload staging buffers made next live: [`StagingMemory::Host`] once
+    /// [`set_upload_staging`](Self::set_upload_staging) asked for it, until a driver refuses.
+    pub fn upload_staging(&self) -> StagingMemory {
+        if self
+            .staging
+            .host_memory
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            StagingMemory::Host
+        } else {
+            StagingMemory::Wgpu
+        }
     }
 
     /// Bytes of one staging buffer.
@@ -272,9 +385,8 @@ impl super::GpuContext {
         if slots.made < slots.limit || slots.idle.is_empty() {
             slots.made += 1;
             drop(slots);
-            let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
             let made = self.allocating("an upload staging buffer", chunk, || {
-                Slot::new(&self.device, chunk, usage, true)
+                Slot::upload(&self.device, chunk, &self.staging.host_memory)
             });
             if made.is_err() {
                 self.lock_upload_slots().made -= 1;
@@ -362,6 +474,45 @@ mod tests {
     use super::*;
     use crate::gpu::{AdapterSelector, GpuContext};
     use std::time::Duration;
+
+    /// Both staging memories carry every byte to its place, with one staging buffer allowed:
+    /// each chunk past the first waits for the copy before it to reuse the buffer.
+    #[test]
+    fn uploads_through_either_staging_memory_arrive_whole() {
+        let gpu = match GpuContext::new(&AdapterSelector::default()) {
+            Ok(gpu) => gpu,
+            Err(e) if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") => {
+                panic!("CI=true and no adapter: {e}")
+            }
+            Err(e) => return eprintln!("skipping: no adapter ({e})"),
+        };
+        let chunk = chunk_size(&gpu) as usize;
+        let offset = 4096u64;
+        let bytes: Vec<u8> = (0..chunk * 5 / 2)
+            .map(|i| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes()[7])
+            .collect();
+        let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("staging test"),
+            size: offset + bytes.len() as u64,
+            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        gpu.limit_upload_staging(chunk as u64);
+        for memory in [StagingMemory::Host, StagingMemory::Wgpu] {
+            gpu.set_upload_staging(memory);
+            gpu.upload(&buffer, offset, &bytes).unwrap();
+            if gpu.adapter.get_info().backend == wgpu::Backend::Vulkan {
+                assert_eq!(
+                    gpu.upload_staging(),
+                    memory,
+                    "the driver refused {memory:?}"
+                );
+            }
+            let back = gpu.download(&buffer, offset, bytes.len() as u64).unwrap();
+            assert!(back == bytes, "{memory:?}: the bytes came back changed");
+            gpu.upload(&buffer, offset, &vec![0; bytes.len()]).unwrap();
+        }
+    }
 
     /// While one upload has a slot out (a chunk being written: a proof's 4 GB of staging keep
     /// a worker writing for hundreds of milliseconds), another thread's upload goes ahead.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use wgpu_groth16::curve::{sample_bases, GpuCurve};
 use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
 use wgpu_groth16::field::samples::{sample_scalars, ScalarMix};
-use wgpu_groth16::gpu::{AdapterSelector, GpuContext, WideMul};
+use wgpu_groth16::gpu::{AdapterSelector, GpuContext, StagingMemory, WideMul};
 use wgpu_groth16::msm::{msm_cpu, MsmBases, MsmConfig, MsmKernels, MsmLimits, Scalars};
 use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp, StagePasses};
 use wgpu_groth16::{Error, Result};
@@ -383,15 +383,26 @@ pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<Ex
         table_header(&["size", "direction", "path", &best_column, "rate"])
     );
     let mut all_equal = true;
+    let mut back = Vec::new();
     for &size in mib {
         let bytes = size << 20;
         let host: Vec<u8> = (0..bytes).map(|i| ((i * 2654435761) >> 13) as u8).collect();
-        let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("transfer bench"),
-            size: bytes,
-            usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        if bytes > gpu.limits.max_buffer_size {
+            return Err(Error::TooLarge {
+                what: "a transfer bench buffer",
+                needed: bytes,
+                limit: gpu.limits.max_buffer_size,
+            }
+            .into());
+        }
+        let buffer = gpu.allocating("the transfer bench's buffer", bytes, || {
+            gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("transfer bench"),
+                size: bytes,
+                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
         let row = |direction: &str, path: &str, best: Duration| {
             println!(
                 "| {size} MiB | {direction} | {path} | {} | {:.2} GB/s |",
@@ -408,17 +419,29 @@ pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<Ex
             }
             Ok(best)
         };
-        let best = time(&mut || {
-            gpu.upload(&buffer, 0, &host)?;
-            gpu.wait_for(gpu.submit([]))
-        })?;
-        row("upload", "staging buffers (ours)", best);
+        for memory in [StagingMemory::Wgpu, StagingMemory::Host] {
+            gpu.set_upload_staging(memory);
+            let best = time(&mut || {
+                gpu.upload(&buffer, 0, &host)?;
+                gpu.wait_for(gpu.submit([]))
+            })?;
+            let path = match (memory, gpu.upload_staging()) {
+                (StagingMemory::Host, StagingMemory::Host) => "staging buffers in host memory",
+                (StagingMemory::Host, StagingMemory::Wgpu) => {
+                    "staging buffers mapped by wgpu (host memory refused)"
+                }
+                (StagingMemory::Wgpu, _) => "staging buffers mapped by wgpu (ours)",
+            };
+            row("upload", path, best);
+            back = gpu.download(&buffer, 0, bytes)?;
+            all_equal &= back == host;
+        }
+        gpu.set_upload_staging(StagingMemory::Wgpu);
         let best = time(&mut || {
             gpu.queue.write_buffer(&buffer, 0, &host);
             gpu.wait_for(gpu.submit([]))
         })?;
         row("upload", "Queue::write_buffer", best);
-        let mut back = Vec::new();
         let best = time(&mut || {
             back = gpu.download(&buffer, 0, bytes)?;
             Ok(())
