@@ -69,12 +69,11 @@ impl Scalars<'_> {
         self.len() == 0
     }
 
-    /// Puts scalars `first..first + len` at the start of `target`: an upload for host
-    /// scalars, copies recorded in `encoder` for device ones.
+    /// Puts scalars `first..first + len` at the start of `target`, submitted: an upload for
+    /// host scalars, copies for device ones.
     fn stage(
         &self,
         gpu: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         target: &wgpu::Buffer,
         first: usize,
         len: usize,
@@ -85,6 +84,7 @@ impl Scalars<'_> {
                 gpu.upload(target, 0, Scalar::as_bytes(&scalars[first..first + len]))
             }
             Scalars::Device(vector, _) => {
+                let mut encoder = gpu.device.create_command_encoder(&Default::default());
                 let (parts, part_len) = (vector.parts(), vector.layout().part_len());
                 let mut at = first;
                 while at < first + len {
@@ -99,6 +99,7 @@ impl Scalars<'_> {
                     );
                     at += take;
                 }
+                gpu.submit([encoder.finish()]);
                 // msm_from waits for the read-back after these copies: the vector is free to
                 // drop (and its parts to be reused) once it returns.
                 Ok(())

@@ -112,26 +112,16 @@ impl<C: GpuCurve> MsmKernels<C> {
         let chunks = chunks(bases, plan, stream_points, scalars.len());
         let recording = Recording::new(self, bases, stream, plan, ws, &chunks);
         let stage = |chunk: Chunk| -> Result<()> {
-            let mut encoder = gpu.device.create_command_encoder(&Default::default());
-            scalars.stage(
-                gpu,
-                &mut encoder,
-                &ws.scalars[chunk.scalars],
-                chunk.first,
-                chunk.len,
-            )?;
-            gpu.submit([encoder.finish()]);
+            scalars.stage(gpu, &ws.scalars[chunk.scalars], chunk.first, chunk.len)?;
             if let ChunkBases::Streamed { slot } = chunk.bases {
                 let host = &bases.host[chunk.first..chunk.first + chunk.len];
                 gpu.upload(&stream[slot], 0, C::affine_bytes(host))?;
             }
             Ok(())
         };
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        encoder.clear_buffer(&ws.buckets, 0, None);
-        gpu.submit([encoder.finish()]);
         stage(chunks[0])?;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        encoder.clear_buffer(&ws.buckets, 0, None);
         recording.clear_counts(&mut encoder, chunks[0]);
         gpu.submit([encoder.finish()]);
         for (c, &chunk) in chunks.iter().enumerate() {
