@@ -506,6 +506,9 @@ enum Told {
     Nothing,
     /// The recorded matrices (`Prover::with_engine_for`): they stay on the device.
     Matrices,
+    /// The recorded matrices' size, sent to a prover whose parameters are loading
+    /// (`Prover::loading_for`, as `c2` does).
+    MatricesLater,
 }
 
 /// Within the smallest budget whose plan for FilecoinLike 2^10 (its matrices known where
@@ -521,9 +524,10 @@ fn prove_within_the_smallest_budget(
     let params = params_for(FilecoinLike::blank(10).unwrap(), seed);
     let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
     let gpu = engine.gpu_engine().expect("a GPU engine");
+    let matrices_bytes = SparseKernels::bytes_of(&system);
     let matrices = match told {
         Told::Nothing => 0,
-        Told::Matrices => SparseKernels::bytes_of(&system),
+        Told::Matrices | Told::MatricesLater => matrices_bytes,
     };
     let footprint = gpu.footprint(&params.clone().into(), matrices).unwrap();
     let budget = smallest_budget_where(&footprint, |plan| wanted(plan));
@@ -532,10 +536,18 @@ fn prove_within_the_smallest_budget(
     let prover = match told {
         Told::Nothing => Prover::with_engine(&params, engine.clone()).unwrap(),
         Told::Matrices => Prover::with_engine_for(&params, engine.clone(), &system).unwrap(),
+        Told::MatricesLater => {
+            let (plan, matrices) = std::sync::mpsc::channel();
+            let loaded = params.clone();
+            let prover =
+                Prover::loading_for(engine.clone(), matrices, move || Ok(loaded.into())).unwrap();
+            plan.send(matrices_bytes).unwrap();
+            prover
+        }
     };
     let plan = prover.plan().expect("a plan on the GPU").clone();
     assert!(wanted(&plan), "{plan:?}");
-    if told == Told::Matrices {
+    if told != Told::Nothing {
         assert!(prover.device_matrices(&system).is_some(), "{plan:?}");
     }
     let circuit = FilecoinLike::new(10, seed + 1).unwrap();
@@ -588,14 +600,15 @@ fn matrices_known_to_the_plan_stay_on_the_device_within_the_budget() {
 
 /// Within the smallest budget that plans the products and the H step two vectors at a time,
 /// a recorded proof takes the paired path (no products step of its own) and a fully
-/// synthesized one the H step in parts, both bellperson's.
+/// synthesized one the H step in parts, both bellperson's: the prover loads its parameters
+/// and learns the matrices' size meanwhile, as `c2`'s does.
 #[test]
 fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
     let pairs = |plan: &DevicePlan| plan.proof == ProofBuffers::ProductsInPairs;
-    let report = prove_within_the_smallest_budget(&engine, 33, pairs, Told::Matrices);
+    let report = prove_within_the_smallest_budget(&engine, 33, pairs, Told::MatricesLater);
     assert_eq!(
         report.time(Step::Products),
         std::time::Duration::ZERO,

@@ -174,7 +174,10 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     if let Some(note) = engine.device().and_then(software_adapter_note) {
         out.fact("note", note.as_str(), format!("note: {note}"));
     }
-    let (prover, ready) = files_needed.prover(engine.clone())?;
+    // The plan waits for the recorded matrices' size (sent below, or dropped) before it
+    // places bases: matrices on the device keep the products and gathers there.
+    let (plan, matrices) = std::sync::mpsc::channel();
+    let (prover, ready) = files_needed.prover_for(engine.clone(), matrices)?;
     let timeline = args.trace.as_ref().map(|_| Arc::new(Timeline::new()));
     let mut prover = prover.with_progress(Arc::new(move |event| {
         let (what, circuit, took) = match event {
@@ -194,14 +197,17 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     let t = Instant::now();
     // The recorded constraint system first, so that its line comes before the partitions'.
     let recorded = RecordedCache::by_default();
-    let recorded_ready = recorded.and_then(|cache| match commit.recorded_system(cache, &prover) {
-        Ok((_, _, path)) => {
-            eprintln!("c2: {path}");
-            Some(path)
-        }
-        // Proving tries again, and falls back to full synthesis with a warning.
-        Err(_) => None,
-    });
+    let recorded_ready =
+        recorded.and_then(
+            |cache| match commit.recorded_system(cache, &prover, Some(plan)) {
+                Ok((_, _, path)) => {
+                    eprintln!("c2: {path}");
+                    Some(path)
+                }
+                // Proving tries again, and falls back to full synthesis with a warning.
+                Err(_) => None,
+            },
+        );
     let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
     let (rs, ss) = (draw(), draw());
     let (proofs, synthesis, _) =

@@ -6,7 +6,7 @@
 use std::fs;
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 
 use bellperson::groth16::{create_proof_batch, Parameters, Proof};
 use bellperson::Circuit;
@@ -18,6 +18,7 @@ use storage_proofs_core::proof::ProofScheme;
 use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_across};
 use wgpu_groth16::groth16::{CancelToken, ProveReport, Prover};
 use wgpu_groth16::recorded::{Origin, RecordedKey, RecordedSystem, WitnessRun};
+use wgpu_groth16::sparse::SparseKernels;
 
 use crate::params::ParamsFiles;
 use crate::recorded::{RecordedCache, SynthesisPath};
@@ -86,26 +87,33 @@ pub trait ProofJob {
     /// one (bellperson's `vk.write` bytes, beside the `.params`): parameters still loading
     /// need not be waited for, so the system loads and the witness runs while they do.
     /// Otherwise the prover's own.
-    fn recorded_key(&self, prover: &Prover) -> Result<RecordedKey> {
-        let circuit = self.circuit_identity();
-        let files = self.params_files()?;
-        match read_small(&files.vk) {
-            Some(vk) => Ok(RecordedKey::from_vk_bytes(&circuit, &vk)),
-            None => Ok(RecordedKey::new(&circuit, &prover.params()?.vk)?),
-        }
-    }
-
     /// The job's recorded constraint system from `cache`: kept there, read from its file,
-    /// or recorded from the job's blank circuit (and written for the next process).
+    /// or recorded from the job's blank circuit (and written for the next process). Its
+    /// matrix bytes go to `plan` once had (a prover made by [`ParamsFiles::prover_for`]
+    /// waits for them); `plan` is dropped unsent where the system cannot be had, and before
+    /// the key is taken from the prover's parameters where the verifying key file is
+    /// missing (their loader waits for `plan`).
     fn recorded_system(
         &self,
         cache: &RecordedCache,
         prover: &Prover,
+        mut plan: Option<mpsc::Sender<u64>>,
     ) -> Result<(RecordedKey, Arc<RecordedSystem>, SynthesisPath)> {
-        let key = self.recorded_key(prover)?;
+        let circuit = self.circuit_identity();
+        let files = self.params_files()?;
+        let key = match read_small(&files.vk) {
+            Some(vk) => RecordedKey::from_vk_bytes(&circuit, &vk),
+            None => {
+                plan = None;
+                RecordedKey::new(&circuit, &prover.params()?.vk)?
+            }
+        };
         let (system, path) = cache.system(&key, |dir| {
             self.with_blank_circuit(LoadOrRecord { dir, key: &key })
         })?;
+        if let Some(plan) = plan {
+            let _ = plan.send(SparseKernels::bytes_of(&system));
+        }
         Ok((key, system, path))
     }
 
@@ -192,7 +200,7 @@ pub trait ProofJob {
             Error::Prover(e) => files.params_error(e),
             other => other,
         };
-        let why = match recorded.map(|cache| (cache, self.recorded_system(cache, prover))) {
+        let why = match recorded.map(|cache| (cache, self.recorded_system(cache, prover, None))) {
             None => "requested".to_string(),
             Some((_, Err(e))) => format!("no recorded constraint system ({e})"),
             Some((cache, Ok((key, system, path)))) => {

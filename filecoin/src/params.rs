@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use filecoin_proofs::types::MerkleTreeTrait;
-use std::sync::{Arc, OnceLock};
+use std::sync::{mpsc, Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
@@ -76,6 +76,9 @@ pub struct ParamsFiles {
     /// The aggregation SRS, for non-interactive PoRep only.
     pub srs: Option<PathBuf>,
 }
+
+/// Reads a prover's parameters, on the prover's loader thread.
+type ParamsLoad = Box<dyn FnOnce() -> wgpu_groth16::Result<ProvingParameters> + Send>;
 
 impl ParamsFiles {
     /// Where the files of seal proof `proof` are (whether or not they exist).
@@ -181,19 +184,36 @@ impl ParamsFiles {
         &self,
         engine: Arc<ProverEngine>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
+        self.loading_prover(|load| Prover::loading(engine, load))
+    }
+
+    /// [`prover`](Self::prover) whose plan waits for the recorded system's matrix bytes on
+    /// `matrices` ([`Prover::loading_for`]) and sets room aside for them before bases.
+    pub fn prover_for(
+        &self,
+        engine: Arc<ProverEngine>,
+        matrices: mpsc::Receiver<u64>,
+    ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
+        self.loading_prover(|load| Prover::loading_for(engine, matrices, load))
+    }
+
+    fn loading_prover(
+        &self,
+        loading: impl FnOnce(ParamsLoad) -> wgpu_groth16::Result<Prover>,
+    ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
         self.check_present()?;
         let files = self.clone();
         let ready = Arc::new(OnceLock::new());
         let told = ready.clone();
         let start = Instant::now();
-        let prover = Prover::loading(engine, move || {
+        let prover = loading(Box::new(move || {
             let (params, checked) = files.read_params()?;
             let _ = told.set(ParamsReady {
                 read: start.elapsed(),
                 checked,
             });
             Ok(params)
-        })?;
+        }))?;
         Ok((prover, ready))
     }
 

@@ -176,10 +176,35 @@ impl Prover {
         engine: Arc<ProverEngine>,
         load: impl FnOnce() -> Result<ProvingParameters> + Send + 'static,
     ) -> Result<Self> {
+        Self::loading_with(engine, || 0, load)
+    }
+
+    /// [`loading`](Self::loading) for proofs through
+    /// [`prove_batch_recorded`](Self::prove_batch_recorded) whose system's matrix bytes
+    /// ([`SparseKernels::bytes_of`]) arrive on `matrices` once known, as for
+    /// [`with_engine_for`](Self::with_engine_for): the parameters' bases go to the device
+    /// only after they arrive (or the sender is dropped: none known). Whoever sends must not
+    /// wait for the parameters before sending or dropping.
+    pub fn loading_for(
+        engine: Arc<ProverEngine>,
+        matrices: std::sync::mpsc::Receiver<u64>,
+        load: impl FnOnce() -> Result<ProvingParameters> + Send + 'static,
+    ) -> Result<Self> {
+        Self::loading_with(engine, move || matrices.recv().unwrap_or(0), load)
+    }
+
+    fn loading_with(
+        engine: Arc<ProverEngine>,
+        matrices: impl FnOnce() -> u64 + Send + 'static,
+        load: impl FnOnce() -> Result<ProvingParameters> + Send + 'static,
+    ) -> Result<Self> {
         let on_device = engine.clone();
         let loader = std::thread::Builder::new()
             .name("parameters".into())
-            .spawn(move || Self::load(&on_device, load()?, 0))
+            .spawn(move || {
+                let params = load()?;
+                Self::load(&on_device, params, matrices())
+            })
             .map_err(|e| Error::Internal(format!("cannot start the parameter loader: {e}")))?;
         Ok(Self::with_slot(
             ParamsSlot {
