@@ -148,7 +148,8 @@ pub enum BenchCommand {
         /// Wide-multiply path (`portable` or `int64`); default: the adapter's fastest.
         #[arg(long)]
         path: Option<String>,
-        /// Print the GPU time of each pass (timestamp queries) of the last run per size.
+        /// Print the GPU time of each pass (timestamp queries) of the last run per size (and of
+        /// the last streamed run, with `--streamed-chunk-points`).
         #[arg(long)]
         profile: bool,
         /// Sorted entries per accumulation thread, 4..=1024 (default: the curve's, 64 for G1, 32 for G2);

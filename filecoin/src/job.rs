@@ -87,25 +87,40 @@ pub trait ProofJob {
     /// one (bellperson's `vk.write` bytes, beside the `.params`): parameters still loading
     /// need not be waited for, so the system loads and the witness runs while they do.
     /// Otherwise the prover's own.
+    fn recorded_key(&self, prover: &Prover) -> Result<RecordedKey> {
+        match self.recorded_key_from_vk_file()? {
+            Some(key) => Ok(key),
+            None => Ok(RecordedKey::new(
+                &self.circuit_identity(),
+                &prover.params()?.vk,
+            )?),
+        }
+    }
+
+    /// [`recorded_key`](Self::recorded_key) where the `.vk` file gives it.
+    fn recorded_key_from_vk_file(&self) -> Result<Option<RecordedKey>> {
+        let files = self.params_files()?;
+        Ok(read_small(&files.vk)
+            .map(|vk| RecordedKey::from_vk_bytes(&self.circuit_identity(), &vk)))
+    }
+
     /// The job's recorded constraint system from `cache`: kept there, read from its file,
     /// or recorded from the job's blank circuit (and written for the next process). Its
     /// matrix bytes go to `plan` once had (a prover made by [`ParamsFiles::prover_for`]
     /// waits for them); `plan` is dropped unsent where the system cannot be had, and before
-    /// the key is taken from the prover's parameters where the verifying key file is
-    /// missing (their loader waits for `plan`).
+    /// the key is taken from the prover's parameters where the `.vk` file is missing (their
+    /// loader waits for `plan`).
     fn recorded_system(
         &self,
         cache: &RecordedCache,
         prover: &Prover,
         mut plan: Option<mpsc::Sender<u64>>,
     ) -> Result<(RecordedKey, Arc<RecordedSystem>, SynthesisPath)> {
-        let circuit = self.circuit_identity();
-        let files = self.params_files()?;
-        let key = match read_small(&files.vk) {
-            Some(vk) => RecordedKey::from_vk_bytes(&circuit, &vk),
+        let key = match self.recorded_key_from_vk_file()? {
+            Some(key) => key,
             None => {
                 plan = None;
-                RecordedKey::new(&circuit, &prover.params()?.vk)?
+                self.recorded_key(prover)?
             }
         };
         let (system, path) = cache.system(&key, |dir| {

@@ -304,13 +304,23 @@ pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> 
     let t = Instant::now();
     let engine = open_engine(&device.selector()?, args.vram.bytes()?)?;
     let engine_time = t.elapsed();
-    let (prover, ready) = files.prover(engine.clone())?;
+    // As in `c2`, the plan waits for the recorded matrices' size before it places bases.
+    let (plan, matrices) = std::sync::mpsc::channel();
+    let (prover, ready) = files.prover_for(engine.clone(), matrices)?;
+    let mut plan = Some(plan);
     for run in 0..=args.runs {
         let t = Instant::now();
         let recorded = match args.full_synthesis {
             true => None,
             false => RecordedCache::by_default(),
         };
+        // The first run tells the plan (or lets it go untold) before it waits for the
+        // parameters; a system that cannot be had is tried again by the proof, which falls
+        // back to full synthesis with a warning.
+        match (recorded, plan.take()) {
+            (Some(cache), Some(told)) => drop(commit.recorded_system(cache, &prover, Some(told))),
+            (_, told) => drop(told),
+        }
         let (proof, synthesis, _) =
             seal_commit_phase2_reporting(&commit, &prover, recorded, &CancelToken::new())?;
         let took = t.elapsed();

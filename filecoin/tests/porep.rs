@@ -169,7 +169,8 @@ fn the_2kib_partition_from_its_recorded_system_equals_full_synthesis() {
 
 /// The matrices of the stack's blank partition circuit are those of the real one (recording
 /// never calls the circuit's alloc closures); they are recorded and written once, then kept
-/// in memory, then loaded from their file by another process' cache.
+/// in memory, then loaded from their file by another process' cache. Their size goes to the
+/// plan that asks for it.
 #[test]
 fn the_blank_circuit_records_the_system_of_the_real_one_once() {
     use wgpu_groth16::recorded::Origin;
@@ -182,7 +183,24 @@ fn the_blank_circuit_records_the_system_of_the_real_one_once() {
     let prover = common::cpu_prover(&bellperson_reference().0);
     let dir = common::scratch().join("matrices-once");
     let cache = RecordedCache::in_folder(&dir);
-    let (key, blank, path) = commit.recorded_system(&cache, &prover).expect("recorded");
+    // Without the `.vk` file (until another test writes it) the key waits for the
+    // parameters, and the plan is let go untold first: their loader waits for it.
+    let had_vk = commit.recorded_key_from_vk_file().unwrap().is_some();
+    let (plan, matrices) = std::sync::mpsc::channel();
+    let (key, blank, path) = commit
+        .recorded_system(&cache, &prover, Some(plan))
+        .expect("recorded");
+    match matrices.recv() {
+        Ok(bytes) => assert_eq!(
+            bytes,
+            wgpu_groth16::sparse::SparseKernels::bytes_of(&blank),
+            "the plan told another size"
+        ),
+        Err(_) => assert!(
+            !had_vk,
+            "the plan was not told, though the .vk file gave the key"
+        ),
+    }
     let file = key.path_in(&dir);
     assert!(
         matches!(&path, SynthesisPath::Recorded { origin: Some(Origin::Recorded(Some(p))), .. } if *p == file),
@@ -190,13 +208,13 @@ fn the_blank_circuit_records_the_system_of_the_real_one_once() {
     );
     let real = commit.with_circuits(Record).expect("recorded");
     assert!(*blank == real, "the blank circuit records other matrices");
-    let (_, _, path) = commit.recorded_system(&cache, &prover).expect("kept");
+    let (_, _, path) = commit.recorded_system(&cache, &prover, None).expect("kept");
     assert!(
         matches!(path, SynthesisPath::Recorded { origin: None, .. }),
         "{path}"
     );
     let (_, loaded, path) = commit
-        .recorded_system(&RecordedCache::in_folder(&dir), &prover)
+        .recorded_system(&RecordedCache::in_folder(&dir), &prover, None)
         .expect("loaded");
     assert!(
         matches!(&path, SynthesisPath::Recorded { origin: Some(Origin::Loaded(p)), .. } if *p == file),
@@ -238,6 +256,6 @@ fn a_wrong_recorded_system_falls_back_to_full_synthesis_and_the_same_proof() {
         "{path}"
     );
     assert!(proofs_to_bytes(&proofs).unwrap() == *expected);
-    let err = commit.recorded_system(&cache, &prover).unwrap_err();
+    let err = commit.recorded_system(&cache, &prover, None).unwrap_err();
     assert!(err.to_string().contains("refused before"), "{err}");
 }

@@ -156,7 +156,7 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
             }
         }
         // The resident run's passes (the streamed runs below replace the last profile).
-        let profile = kernels.last_profile();
+        let mut profiles = vec![("GPU passes", kernels.last_profile())];
         // Every base from host memory, chunk by chunk: what the streamed chunks cost beyond
         // the resident run, against the upload alone, says how much of the upload the
         // kernels hide.
@@ -178,6 +178,7 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
                         )));
                     }
                 }
+                profiles.push(("GPU passes, bases streamed", kernels.last_profile()));
                 Some(best)
             }
             None => None,
@@ -211,12 +212,16 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
             )),
             equal.map_or("-", |e| if e { "yes" } else { "NO" })
         );
-        if !profile.is_empty() {
+        for (what, profile) in profiles.iter().filter(|(_, p)| !p.is_empty()) {
             let parts: Vec<String> = profile
                 .iter()
                 .map(|(label, ms)| format!("{label} {ms:.2} ms"))
                 .collect();
-            println!("|   | GPU passes: {} | | | | | | | | | |", parts.join(", "));
+            let total: f64 = profile.iter().map(|(_, ms)| ms).sum();
+            println!(
+                "|   | {what} ({total:.2} ms in all): {} | | | | | | | | | |",
+                parts.join(", ")
+            );
         }
     }
     Ok(if all_equal {
@@ -392,8 +397,7 @@ pub fn transfer(selector: &AdapterSelector, mib: &[u64], runs: u32) -> Result<Ex
                 what: "a transfer bench buffer",
                 needed: bytes,
                 limit: gpu.limits.max_buffer_size,
-            }
-            .into());
+            });
         }
         let buffer = gpu.allocating("the transfer bench's buffer", bytes, || {
             gpu.device.create_buffer(&wgpu::BufferDescriptor {
