@@ -59,6 +59,7 @@ pub enum StagingMemory {
 }
 
 /// The staging buffers of one device, made on first use.
+#[derive(Default)]
 pub struct Staging {
     upload: Mutex<UploadSlots>,
     download: Mutex<Vec<Slot>>,
@@ -83,17 +84,6 @@ impl Default for UploadSlots {
             idle: Vec::new(),
             made: 0,
             limit: MAX_UPLOAD_SLOTS,
-        }
-    }
-}
-
-impl Default for Staging {
-    fn default() -> Self {
-        Staging {
-            upload: Default::default(),
-            download: Default::default(),
-            host_memory: std::sync::atomic::AtomicBool::new(false),
-            uploaded: Default::default(),
         }
     }
 }
@@ -318,10 +308,11 @@ impl super::GpuContext {
     /// compares the two).
     pub fn set_upload_staging(&self, memory: StagingMemory) {
         let mut slots = self.lock_upload_slots();
+        // Slots being written come back in the old memory and serve as well.
+        slots.made -= slots.idle.len();
         for slot in slots.idle.drain(..) {
             slot.buffer.destroy();
         }
-        slots.made = 0;
         self.staging.host_memory.store(
             memory == StagingMemory::Host,
             std::sync::atomic::Ordering::Relaxed,
