@@ -13,7 +13,7 @@ use wgpu_groth16::curve::{sample_bases, GpuCurve, G1, G2};
 use wgpu_groth16::field::samples::{sample_scalars, ScalarMix};
 use wgpu_groth16::gpu::WideMul;
 use wgpu_groth16::msm::{
-    msm_cpu, MsmBases, MsmConfig, MsmKernels, MsmLimits, Scalars, CHUNK_ALIGN,
+    msm_cpu, MsmBases, MsmConfig, MsmJob, MsmKernels, MsmLimits, Scalars, CHUNK_ALIGN,
 };
 
 fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
@@ -230,6 +230,65 @@ fn streamed_bases_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
             }
         }
     }
+}
+
+/// Five MSMs run together in chunks of 256 points: three over the same bases (the first
+/// shorter than the others, so the longest chunk of a round is the one uploaded; one with its
+/// scalars on the device), one over other bases, one empty; the bases all streamed, then
+/// with a resident prefix: each sum blstrs'.
+fn msms_together_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
+    let (Some(kernels), Some(ntt)) = (msm_kernels::<C>(wide), common::ntt_kernels(wide)) else {
+        return;
+    };
+    let b = bases::<C>(14, n);
+    let other = bases::<C>(15, n / 2 + 100);
+    let shorter = random_scalars(16, n - 300);
+    let skewed = filecoin_like_scalars(17, n);
+    let uniform = random_scalars(18, n);
+    let other_scalars = random_scalars(19, other.len());
+    let on_device = ntt
+        .upload(&uniform, n.next_power_of_two().trailing_zeros())
+        .unwrap();
+    let expected = [
+        msm_cpu::<C>(&b, &shorter).unwrap(),
+        msm_cpu::<C>(&other, &other_scalars).unwrap(),
+        msm_cpu::<C>(&b, &skewed).unwrap(),
+        msm_cpu::<C>(&b, &uniform).unwrap(),
+        msm_cpu::<C>(&b, &[]).unwrap(),
+    ];
+    for prefix in [0, 2 * CHUNK_ALIGN as usize] {
+        let resident = (prefix > 0).then(|| kernels.upload_bases(&b[..prefix]).unwrap());
+        let shared = MsmBases {
+            resident: resident.as_ref(),
+            host: &b,
+        };
+        let others = MsmBases {
+            resident: None,
+            host: &other,
+        };
+        let job = |bases, scalars| MsmJob { bases, scalars };
+        let jobs = [
+            job(shared, Scalars::Host(&shorter)),
+            job(others, Scalars::Host(&other_scalars)),
+            job(shared, Scalars::Host(&skewed)),
+            job(shared, Scalars::Device(&on_device, n)),
+            job(shared, Scalars::Host(&[])),
+        ];
+        let sums = kernels
+            .msm_together(&jobs, MsmLimits::chunks_of(256))
+            .unwrap();
+        assert_eq!(sums, expected, "{} {prefix} resident of {n}", C::NAME);
+    }
+}
+
+#[test]
+fn msms_g1_together_equal_blstrs() {
+    msms_together_equal_blstrs::<G1>(WideMul::Int64, 1000);
+}
+
+#[test]
+fn msms_g2_together_equal_blstrs() {
+    msms_together_equal_blstrs::<G2>(WideMul::Portable, 900);
 }
 
 #[test]

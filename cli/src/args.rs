@@ -174,6 +174,12 @@ pub enum BenchCommand {
         /// streamed` column, beside the resident one.
         #[arg(long)]
         streamed_chunk_points: Option<usize>,
+        /// With `--streamed-chunk-points`, also time this many streamed MSMs (other scalars
+        /// each) run together, over the same bases (each chunk uploaded once for all) and
+        /// over different ones (their chunks in turn), against the same MSMs one after
+        /// another.
+        #[arg(long, requires = "streamed_chunk_points", value_parser = clap::value_parser!(u32).range(2..=8))]
+        together: Option<u32>,
     },
     /// One circuit's synthesis on one thread, beside the circuit's own share of it.
     Synthesis {

@@ -154,7 +154,6 @@ impl MsmLimits {
 /// An MSM's bases when they do not all fit the device: the first ones resident (any number,
 /// none included), the rest read from host memory and streamed to the device chunk by
 /// chunk ([`MsmKernels::msm_streaming`]).
-#[derive(Clone, Copy)]
 pub struct MsmBases<'a, C: GpuCurve> {
     /// A prefix of `host` on the device.
     pub resident: Option<&'a ResidentBases<C>>,
@@ -163,6 +162,15 @@ pub struct MsmBases<'a, C: GpuCurve> {
 }
 
 impl<'a, C: GpuCurve> MsmBases<'a, C> {
+    /// Whether `other` is these bases: the same host slice and the same resident prefix.
+    fn same_as(&self, other: &MsmBases<'_, C>) -> bool {
+        std::ptr::eq(self.host, other.host)
+            && match (self.resident, other.resident) {
+                (Some(a), Some(b)) => std::ptr::eq(a, b),
+                (a, b) => a.is_none() && b.is_none(),
+            }
+    }
+
     fn resident_len(&self) -> usize {
         self.resident.map_or(0, ResidentBases::len)
     }
@@ -172,6 +180,29 @@ impl<'a, C: GpuCurve> MsmBases<'a, C> {
         &resident.buffers[buffer].0
     }
 }
+
+/// One MSM of several run together ([`MsmKernels::msm_together`]).
+pub struct MsmJob<'a, C: GpuCurve> {
+    pub bases: MsmBases<'a, C>,
+    pub scalars: Scalars<'a>,
+}
+
+// By hand: a derive would ask `C: Copy` of the curve marker.
+impl<C: GpuCurve> Clone for MsmBases<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: GpuCurve> Copy for MsmBases<'_, C> {}
+
+impl<C: GpuCurve> Clone for MsmJob<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: GpuCurve> Copy for MsmJob<'_, C> {}
 
 /// The MSM kernels of one curve on one device, with the workspaces of recent plans kept for
 /// the next calls.
@@ -398,41 +429,124 @@ impl<C: GpuCurve> MsmKernels<C> {
         scalars: Scalars<'_>,
         limits: MsmLimits,
     ) -> Result<C::Projective> {
-        check_lengths(bases.resident_len().max(bases.host.len()), scalars.len())?;
-        if scalars.is_empty() {
-            return Ok(C::Projective::identity());
+        let [sum] = self
+            .msm_together(
+                &[MsmJob {
+                    bases: *bases,
+                    scalars,
+                }],
+                limits,
+            )?
+            .try_into()
+            .map_err(|_| Error::Internal("one MSM gave other than one sum".into()))?;
+        Ok(sum)
+    }
+
+    /// Several MSMs within `limits`, chunk by chunk in turn: each job's first chunk, then
+    /// each job's second, and so on, each job with a bucket array of its own (the first the
+    /// workspace's, the others from the pool). Jobs over the same bases (equal slices and
+    /// resident prefix) upload each streamed chunk once for all of them: a batch's proofs
+    /// stream a set of bases once instead of once a proof (supraseal-c2's batched MSMs).
+    /// Jobs over different bases interleave their chunks, so one job's upload runs beside
+    /// another's kernels.
+    pub fn msm_together(
+        &self,
+        jobs: &[MsmJob<'_, C>],
+        limits: MsmLimits,
+    ) -> Result<Vec<C::Projective>> {
+        for job in jobs {
+            let bases = job.bases.resident_len().max(job.bases.host.len());
+            check_lengths(bases, job.scalars.len())?;
         }
-        let plan = self.plan_within(scalars.len(), limits)?;
-        let streamed = scalars.len().saturating_sub(bases.resident_len());
-        let stream_points = plan.chunk.min(streamed);
-        let stream = match streamed {
-            0 => Vec::new(),
-            _ => self.stream_buffers(stream_points)?,
+        let running: Vec<MsmJob<'_, C>> = jobs
+            .iter()
+            .filter(|job| !job.scalars.is_empty())
+            .copied()
+            .collect();
+        let Some(longest) = running.iter().map(|job| job.scalars.len()).max() else {
+            return Ok(vec![C::Projective::identity(); jobs.len()]);
         };
-        let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
-        let ws = workspaces.for_plan::<C>(&self.gpu, self.pool.as_ref(), &plan)?;
-        let window_sums = self.run(bases, &stream, stream_points, scalars, &plan, ws);
+        let plan = self.plan_within(longest, limits)?;
+        let mut of_job = Vec::with_capacity(running.len());
+        let mut sets: Vec<(MsmBases<'_, C>, usize)> = Vec::new();
+        for job in &running {
+            let streamed = job.scalars.len().saturating_sub(job.bases.resident_len());
+            match sets.iter().position(|(bases, _)| bases.same_as(&job.bases)) {
+                Some(set) => {
+                    sets[set].1 = sets[set].1.max(streamed);
+                    of_job.push(set);
+                }
+                None => {
+                    of_job.push(sets.len());
+                    sets.push((job.bases, streamed));
+                }
+            }
+        }
+        let points = plan
+            .chunk
+            .min(sets.iter().map(|&(_, s)| s).max().unwrap_or(0));
+        let xyzz = C::XYZZ_BYTES as u64;
+        let mut buffers = Vec::new();
+        let mut extra_buckets = Vec::new();
+        let taken = (|| -> Result<()> {
+            for &(_, streamed) in &sets {
+                buffers.push(match streamed {
+                    0 => Vec::new(),
+                    _ => self.stream_buffers(points)?,
+                });
+            }
+            for _ in 1..running.len() {
+                let bytes = plan.layout.total_buckets() * xyzz;
+                extra_buckets.push(self.device_buffer("msm buckets", bytes)?);
+            }
+            Ok(())
+        })();
+        let streams = record::BasesStreams {
+            of_job,
+            buffers,
+            points,
+        };
+        let sums = taken.and_then(|()| {
+            let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+            let ws = workspaces.for_plan::<C>(&self.gpu, self.pool.as_ref(), &plan)?;
+            self.run(&running, &streams, &extra_buckets, &plan, ws)
+        });
         if let Some(pool) = &self.pool {
-            // `run` waited for the MSM's last submission, the last to read them (after a
+            // `run` waited for the MSMs' last submission, the last to read them (after a
             // failure the engine leaves this device).
-            for buffer in stream {
+            let taken = streams.buffers.into_iter().flatten().chain(extra_buckets);
+            for buffer in taken {
                 pool.give_back(buffer, None);
             }
         }
-        Ok(combine_windows::<C>(&window_sums?, &plan.layout))
+        let mut sums = sums?.into_iter();
+        jobs.iter()
+            .map(|job| match job.scalars.is_empty() {
+                true => Ok(C::Projective::identity()),
+                false => sums
+                    .next()
+                    .map(|window_sums| combine_windows::<C>(&window_sums, &plan.layout))
+                    .ok_or_else(|| Error::Internal("an MSM of several gave no sums".into())),
+            })
+            .collect()
     }
 
     /// Two buffers of `points` bases, from the pool where there is one.
     fn stream_buffers(&self, points: usize) -> Result<Vec<wgpu::Buffer>> {
         let bytes = (points * C::AFFINE_BYTES) as u64;
         (0..2)
-            .map(|_| match &self.pool {
-                Some(pool) => pool.take("streamed bases", bytes),
-                None => self.gpu.allocating("streamed bases", bytes, || {
-                    self.gpu.empty_storage_buffer("streamed bases", bytes)
-                })?,
-            })
+            .map(|_| self.device_buffer("streamed bases", bytes))
             .collect()
+    }
+
+    /// A storage buffer of `bytes`, from the pool where there is one.
+    fn device_buffer(&self, what: &str, bytes: u64) -> Result<wgpu::Buffer> {
+        match &self.pool {
+            Some(pool) => pool.take(what, bytes),
+            None => self
+                .gpu
+                .allocating(what, bytes, || self.gpu.empty_storage_buffer(what, bytes))?,
+        }
     }
 }
 

@@ -1,12 +1,14 @@
-//! One MSM as command buffers: per chunk of points the digit count and scan, the scatter and
+//! MSMs as command buffers: per chunk of points the digit count and scan, the scatter and
 //! the accumulation levels (adding into the buckets the earlier chunks left); then the bucket
-//! reduction, whose window sums are read back.
+//! reduction, whose window sums are read back. Several MSMs run together chunk by chunk in
+//! turn ([`MsmKernels::msm_together`]), sharing the workspace's per-chunk buffers, each with
+//! its own buckets; MSMs over the same bases share each streamed chunk's upload.
 
 use super::plan::MsmPlan;
 use super::program::{MsmEntry, MsmParams, ScanEntry, ScanParams};
 use super::timer::PassTimer;
 use super::workspace::{scan_levels, Workspace};
-use super::{MsmBases, MsmKernels, Scalars};
+use super::{MsmBases, MsmJob, MsmKernels};
 use crate::curve::GpuCurve;
 use crate::error::Result;
 use crate::gpu::UniformArray;
@@ -16,22 +18,22 @@ use crate::gpu::UniformArray;
 enum ChunkBases {
     /// In resident buffer `buffer`, from point `at`.
     Resident { buffer: usize, at: usize },
-    /// Uploaded into stream buffer `slot` (of two, alternating) just before the chunk.
+    /// Uploaded into stream buffer `slot` of its bases' two (alternating) just before the
+    /// chunk's first step.
     Streamed { slot: usize },
 }
 
-/// A run of points whose bases lie in one buffer: where, the first scalar, the points, and
-/// which of the workspace's two scalar buffers holds its scalars (chunks alternate).
+/// A run of points whose bases lie in one buffer: where, the first scalar, the points.
 #[derive(Clone, Copy)]
 struct Chunk {
     bases: ChunkBases,
     first: usize,
     len: usize,
-    scalars: usize,
 }
 
 /// Cuts `len` scalars into chunks of at most `plan.chunk`: over the resident prefix of the
-/// bases never straddling two of its buffers, past it at most `stream_points` each.
+/// bases never straddling two of its buffers, past it at most `stream_points` each. A
+/// shorter `len` over the same bases gives a prefix of the same chunks (the last one cut).
 fn chunks<C: GpuCurve>(
     bases: &MsmBases<'_, C>,
     plan: &MsmPlan,
@@ -63,22 +65,80 @@ fn chunks<C: GpuCurve>(
             bases: chunk_bases,
             first,
             len: take,
-            scalars: chunks.len() % 2,
         });
         first += take;
     }
     chunks
 }
 
-/// Everything one MSM's passes bind, made once for all its chunks.
+/// The jobs' bases, one entry per distinct set (jobs over equal bases share one): the
+/// streamed chunks' two buffers, and how many points each holds.
+pub(super) struct BasesStreams {
+    /// Per job, its entry in `buffers`.
+    pub of_job: Vec<usize>,
+    /// Per distinct set of bases, its two stream buffers (none if nothing of it streams).
+    pub buffers: Vec<Vec<wgpu::Buffer>>,
+    pub points: usize,
+}
+
+/// One job's chunk as the GPU runs it: which job, which of its chunks, and which of the
+/// workspace's two scalar buffers holds its scalars (steps alternate).
+#[derive(Clone, Copy)]
+struct Step {
+    job: usize,
+    index: usize,
+    chunk: Chunk,
+    scalars: usize,
+    /// Points of bases this step uploads: the first step over a streamed chunk uploads the
+    /// longest of the chunks its bases' jobs take there; the others, none.
+    uploads: usize,
+}
+
+/// Round by round, each job's chunk of that round: one chunk of bases is uploaded once and
+/// used by every job over it before the next round's.
+fn steps(job_chunks: &[Vec<Chunk>], bases_of_job: &[usize]) -> Vec<Step> {
+    let rounds = job_chunks.iter().map(Vec::len).max().unwrap_or(0);
+    let mut steps = Vec::new();
+    for index in 0..rounds {
+        let mut uploaded = Vec::new();
+        for (job, chunks) in job_chunks.iter().enumerate() {
+            let Some(&chunk) = chunks.get(index) else {
+                continue;
+            };
+            let set = bases_of_job[job];
+            let first_over_them = !uploaded.contains(&set);
+            let uploads = match chunk.bases {
+                ChunkBases::Streamed { .. } if first_over_them => (0..job_chunks.len())
+                    .filter(|&other| bases_of_job[other] == set)
+                    .filter_map(|other| job_chunks[other].get(index))
+                    .map(|c| c.len)
+                    .max()
+                    .unwrap_or(chunk.len),
+                _ => 0,
+            };
+            uploaded.push(set);
+            steps.push(Step {
+                job,
+                index,
+                chunk,
+                scalars: steps.len() % 2,
+                uploads,
+            });
+        }
+    }
+    steps
+}
+
+/// Everything the jobs' passes bind, made once for all their steps.
 struct Recording<'a, C: GpuCurve> {
     kernels: &'a MsmKernels<C>,
-    bases: &'a MsmBases<'a, C>,
-    /// The two buffers streamed chunks' bases alternate between (none if nothing streams).
-    stream: &'a [wgpu::Buffer],
+    jobs: &'a [MsmJob<'a, C>],
+    streams: &'a BasesStreams,
+    /// Per job, its bucket array.
+    buckets: Vec<&'a wgpu::Buffer>,
     plan: &'a MsmPlan,
     ws: &'a Workspace,
-    /// Per chunk one block per accumulation level, then the reduction's, then one per tree
+    /// Per step one block per accumulation level, then the reduction's, then one per tree
     /// stride, then the count slots' (msm_clear_counts, msm_start_cursors).
     params: UniformArray,
     reduce_block: usize,
@@ -91,62 +151,91 @@ struct Recording<'a, C: GpuCurve> {
 }
 
 impl<C: GpuCurve> MsmKernels<C> {
-    /// Records and submits every chunk, then the reduction; returns each window's sum.
+    /// Records and submits every step, then each job's reduction; returns each job's window
+    /// sums. `buckets` holds a bucket array for each job after the first (which takes the
+    /// workspace's).
     ///
-    /// Each chunk's inputs (its scalars, and its bases where they stream) are copied into
-    /// the workspace's buffers of its parity while the chunk before computes: queued after
-    /// the chunk before last, which read those buffers, and before the previous chunk's
-    /// passes. The previous chunk's last pass (`msm_clear_counts` over the next chunk's
-    /// bindings) moves them to their kernels' use, so the next chunk's passes wait on no
-    /// transfer and the copies queued before them can run beside them.
+    /// Each step's inputs (its scalars, and its bases where they stream) are copied into the
+    /// buffers of its parity while the step before computes: queued after the step before
+    /// last, which read those buffers (streamed bases: after the round before last, which
+    /// read them), and before the previous step's passes. The previous step's last pass
+    /// (`msm_clear_counts` over the next step's bindings) moves them to their kernels' use,
+    /// so the next step's passes wait on no transfer and the copies queued before them can
+    /// run beside them.
     pub(super) fn run(
         &self,
-        bases: &MsmBases<'_, C>,
-        stream: &[wgpu::Buffer],
-        stream_points: usize,
-        scalars: Scalars<'_>,
+        jobs: &[MsmJob<'_, C>],
+        streams: &BasesStreams,
+        buckets: &[wgpu::Buffer],
         plan: &MsmPlan,
         ws: &Workspace,
-    ) -> Result<Vec<C::Projective>> {
+    ) -> Result<Vec<Vec<C::Projective>>> {
         let gpu = &self.gpu;
-        let chunks = chunks(bases, plan, stream_points, scalars.len());
-        let recording = Recording::new(self, bases, stream, plan, ws, &chunks);
-        let stage = |chunk: Chunk| -> Result<()> {
-            scalars.stage(gpu, &ws.scalars[chunk.scalars], chunk.first, chunk.len)?;
-            if let ChunkBases::Streamed { slot } = chunk.bases {
-                let host = &bases.host[chunk.first..chunk.first + chunk.len];
-                gpu.upload(&stream[slot], 0, C::affine_bytes(host))?;
+        let job_chunks: Vec<Vec<Chunk>> = jobs
+            .iter()
+            .map(|job| chunks(&job.bases, plan, streams.points, job.scalars.len()))
+            .collect();
+        let steps = steps(&job_chunks, &streams.of_job);
+        let buckets: Vec<&wgpu::Buffer> = std::iter::once(&ws.buckets).chain(buckets).collect();
+        let recording = Recording::new(self, jobs, streams, buckets, plan, ws, &steps);
+        let stage = |step: Step| -> Result<()> {
+            let (job, chunk) = (&jobs[step.job], step.chunk);
+            job.scalars
+                .stage(gpu, &ws.scalars[step.scalars], chunk.first, chunk.len)?;
+            if let (ChunkBases::Streamed { slot }, 1..) = (chunk.bases, step.uploads) {
+                let host = &job.bases.host[chunk.first..chunk.first + step.uploads];
+                let stream = &streams.buffers[streams.of_job[step.job]][slot];
+                gpu.upload(stream, 0, C::affine_bytes(host))?;
             }
             Ok(())
         };
-        stage(chunks[0])?;
+        stage(steps[0])?;
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        encoder.clear_buffer(&ws.buckets, 0, None);
-        recording.clear_counts(&mut encoder, chunks[0]);
+        for job_buckets in &recording.buckets {
+            encoder.clear_buffer(job_buckets, 0, None);
+        }
+        recording.clear_counts(&mut encoder, steps[0]);
         gpu.submit([encoder.finish()]);
-        for (c, &chunk) in chunks.iter().enumerate() {
-            let next = chunks.get(c + 1).copied();
+        for (s, &step) in steps.iter().enumerate() {
+            let next = steps.get(s + 1).copied();
             if let Some(next) = next {
                 stage(next)?;
             }
             let mut encoder = gpu.device.create_command_encoder(&Default::default());
-            recording.chunk(&mut encoder, c, chunk);
+            recording.step(&mut encoder, s, step);
             if let Some(next) = next {
                 recording.clear_counts(&mut encoder, next);
             }
             gpu.submit([encoder.finish()]);
         }
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        recording.reduction(&mut encoder, chunks[0]);
         let xyzz = C::XYZZ_BYTES as u64;
-        for w in 0..plan.layout.windows as u64 {
-            let from = plan.first_group(w as u32) as u64 * xyzz;
-            encoder.copy_buffer_to_buffer(&ws.sums, from, &ws.readback, w * xyzz, xyzz);
+        let windows = plan.layout.windows as u64;
+        let readback = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("msm window sums"),
+            size: jobs.len() as u64 * windows * xyzz,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        for job in 0..jobs.len() {
+            let first = *steps
+                .iter()
+                .find(|step| step.job == job)
+                .expect("every job has a step");
+            recording.reduction(&mut encoder, first);
+            for w in 0..windows {
+                let from = plan.first_group(w as u32) as u64 * xyzz;
+                let to = (job as u64 * windows + w) * xyzz;
+                encoder.copy_buffer_to_buffer(&ws.sums, from, &readback, to, xyzz);
+            }
         }
         recording.timer.resolve(&mut encoder);
         let submission = gpu.submit([encoder.finish()]);
-        let bytes = gpu.read_mapped(&ws.readback, submission.clone())?;
-        let sums = bytes.chunks(xyzz as usize).map(C::from_xyzz).collect();
+        let bytes = gpu.read_mapped(&readback, submission.clone())?;
+        let sums = bytes
+            .chunks(windows as usize * xyzz as usize)
+            .map(|job| job.chunks(xyzz as usize).map(C::from_xyzz).collect())
+            .collect();
         *self.profile.lock().unwrap_or_else(|e| e.into_inner()) =
             recording.timer.read(gpu, submission)?;
         Ok(sums)
@@ -156,11 +245,12 @@ impl<C: GpuCurve> MsmKernels<C> {
 impl<'a, C: GpuCurve> Recording<'a, C> {
     fn new(
         kernels: &'a MsmKernels<C>,
-        bases: &'a MsmBases<'a, C>,
-        stream: &'a [wgpu::Buffer],
+        jobs: &'a [MsmJob<'a, C>],
+        streams: &'a BasesStreams,
+        buckets: Vec<&'a wgpu::Buffer>,
         plan: &'a MsmPlan,
         ws: &'a Workspace,
-        chunks: &[Chunk],
+        steps: &[Step],
     ) -> Self {
         let gpu = &kernels.gpu;
         let levels = plan.level_bounds.len();
@@ -174,13 +264,12 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             groups: plan.groups,
             fold: fold as u32,
         };
-        let mut blocks: Vec<MsmParams> = chunks
+        let mut blocks: Vec<MsmParams> = steps
             .iter()
-            .enumerate()
-            .flat_map(|(c, chunk)| {
+            .flat_map(|step| {
                 (0..levels).map(move |l| MsmParams {
                     segment: plan.level_segments[l],
-                    ..params_of(chunk.len, l, c > 0)
+                    ..params_of(step.chunk.len, l, step.index > 0)
                 })
             })
             .collect();
@@ -221,8 +310,9 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             .collect();
         Recording {
             kernels,
-            bases,
-            stream,
+            jobs,
+            streams,
+            buckets,
             plan,
             ws,
             params: UniformArray::new(gpu, &blocks),
@@ -232,7 +322,11 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             scan_lens,
             scan_params,
             scan_groups,
-            timer: PassTimer::new(gpu, kernels.config.profile, 3 * chunks.len() + 2),
+            timer: PassTimer::new(
+                gpu,
+                kernels.config.profile,
+                3 * steps.len() + 2 * jobs.len(),
+            ),
         }
     }
 
@@ -240,14 +334,20 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         self.kernels.gpu.grid(entry, threads)
     }
 
-    /// The MSM's bind group over `chunk`'s bases. Accumulation levels ping-pong: parity 0
-    /// reads list b and writes list a, parity 1 the reverse.
-    fn bind(&self, chunk: Chunk, parity: usize) -> wgpu::BindGroup {
+    /// The MSM's bind group over `step`'s scalars, bases and job's buckets. Accumulation
+    /// levels ping-pong: parity 0 reads list b and writes list a, parity 1 the reverse.
+    fn bind(&self, step: Step, parity: usize) -> wgpu::BindGroup {
         let ws = self.ws;
         let (inp, out) = (1 - parity, parity);
+        let chunk = step.chunk;
         let (buffer, at) = match chunk.bases {
-            ChunkBases::Resident { buffer, at } => (self.bases.resident_buffer(buffer), at),
-            ChunkBases::Streamed { slot } => (&self.stream[slot], 0),
+            ChunkBases::Resident { buffer, at } => {
+                (self.jobs[step.job].bases.resident_buffer(buffer), at)
+            }
+            ChunkBases::Streamed { slot } => (
+                &self.streams.buffers[self.streams.of_job[step.job]][slot],
+                0,
+            ),
         };
         let bases = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
             buffer,
@@ -258,7 +358,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             &self.kernels.msm,
             &[
                 self.params.binding(std::mem::size_of::<MsmParams>()),
-                ws.scalars[chunk.scalars].as_entire_binding(),
+                ws.scalars[step.scalars].as_entire_binding(),
                 bases,
                 ws.counts.as_entire_binding(),
                 ws.cursor.as_entire_binding(),
@@ -267,7 +367,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                 ws.points[inp].as_entire_binding(),
                 ws.keys[out].as_entire_binding(),
                 ws.points[out].as_entire_binding(),
-                ws.buckets.as_entire_binding(),
+                self.buckets[step.job].as_entire_binding(),
                 ws.lengths.as_entire_binding(),
                 ws.sums.as_entire_binding(),
                 ws.digit_windows.as_entire_binding(),
@@ -275,14 +375,14 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         )
     }
 
-    /// Chunk `c`: count and scan the digits, scatter, accumulate level by level (chunks after
-    /// the first add into the buckets: `MsmParams::fold`).
-    fn chunk(&self, encoder: &mut wgpu::CommandEncoder, c: usize, chunk: Chunk) {
+    /// Step `s`: count and scan the digits of its chunk, scatter, accumulate level by level
+    /// (a job's chunks after its first add into its buckets: `MsmParams::fold`).
+    fn step(&self, encoder: &mut wgpu::CommandEncoder, s: usize, step: Step) {
         let (plan, msm) = (self.plan, &self.kernels.msm);
         let levels = plan.level_bounds.len();
-        let groups = [0, 1].map(|parity| self.bind(chunk, parity));
-        let chunk_params = self.params.offset(c * levels);
-        let point_grid = self.grid(MsmEntry::Count, chunk.len as u64);
+        let groups = [0, 1].map(|parity| self.bind(step, parity));
+        let chunk_params = self.params.offset(s * levels);
+        let point_grid = self.grid(MsmEntry::Count, step.chunk.len as u64);
 
         {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("count + scan"));
@@ -314,17 +414,17 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                 pass.set_bind_group(
                     0,
                     &groups[level % 2],
-                    &[self.params.offset(c * levels + level)],
+                    &[self.params.offset(s * levels + level)],
                 );
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
     }
 
-    /// Zeroes the counts for `chunk`, over its bindings: the pass that moves its scalars
+    /// Zeroes the counts for `step`, over its bindings: the pass that moves its scalars
     /// and bases from their copies to the kernels' use.
-    fn clear_counts(&self, encoder: &mut wgpu::CommandEncoder, chunk: Chunk) {
-        let group = self.bind(chunk, 0);
+    fn clear_counts(&self, encoder: &mut wgpu::CommandEncoder, step: Step) {
+        let group = self.bind(step, 0);
         let mut pass = encoder.begin_compute_pass(&Default::default());
         pass.set_pipeline(self.kernels.msm.pipeline(MsmEntry::ClearCounts));
         pass.set_bind_group(0, &group, &[self.params.offset(self.slots_block)]);
@@ -358,10 +458,11 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
     }
 
     /// Per window, sum_b b · bucket[b] in groups of buckets, then a pairwise tree over the
-    /// groups (the sums land at each window's first group).
-    fn reduction(&self, encoder: &mut wgpu::CommandEncoder, first_chunk: Chunk) {
+    /// groups (the sums land at each window's first group), over the buckets of the job of
+    /// `step`.
+    fn reduction(&self, encoder: &mut wgpu::CommandEncoder, step: Step) {
         let (plan, msm) = (self.plan, &self.kernels.msm);
-        let group = self.bind(first_chunk, 0);
+        let group = self.bind(step, 0);
         {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("reduce buckets"));
             pass.set_bind_group(0, &group, &[self.params.offset(self.reduce_block)]);

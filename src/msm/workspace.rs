@@ -31,7 +31,6 @@ pub(super) struct Workspace {
     pub sums: wgpu::Buffer,
     /// Block totals of each scan level.
     pub scan_sums: Vec<wgpu::Buffer>,
-    pub readback: wgpu::Buffer,
     /// Its bytes in the VRAM budget, while it lives.
     _budget: Option<Reservation>,
 }
@@ -85,12 +84,6 @@ impl Workspace {
                 .iter()
                 .map(|&len| storage(gpu, "scan block sums", len.div_ceil(SCAN_BLOCK as u64) * 4))
                 .collect(),
-            readback: gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("msm window sums"),
-                size: plan.layout.windows as u64 * xyzz,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }),
             _budget: None,
         }
     }

@@ -7,7 +7,9 @@ use wgpu_groth16::curve::{sample_bases, GpuCurve};
 use wgpu_groth16::field::bench::{run as run_field_bench, FieldBenchConfig};
 use wgpu_groth16::field::samples::{sample_scalars, ScalarMix};
 use wgpu_groth16::gpu::{AdapterSelector, GpuContext, StagingMemory, WideMul};
-use wgpu_groth16::msm::{msm_cpu, MsmBases, MsmConfig, MsmKernels, MsmLimits, Scalars};
+use wgpu_groth16::msm::{
+    msm_cpu, MsmBases, MsmConfig, MsmJob, MsmKernels, MsmLimits, Scalars, CHUNK_ALIGN,
+};
 use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp, StagePasses};
 use wgpu_groth16::{Error, Result};
 
@@ -66,6 +68,8 @@ pub struct MsmOptions {
     pub scalars: ScalarMix,
     /// Also time the MSM with every base streamed in chunks of this many points.
     pub streamed_chunk_points: Option<usize>,
+    /// Also time this many streamed MSMs together (`MsmKernels::msm_together`).
+    pub together: Option<usize>,
     pub check: bool,
     pub runs: u32,
     pub path: Option<String>,
@@ -183,6 +187,17 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
             }
             None => None,
         };
+        let together = match (options.together, options.streamed_chunk_points) {
+            (Some(count), Some(points)) => Some(msms_together(
+                &kernels,
+                &bases,
+                log_n,
+                count,
+                options,
+                MsmLimits::chunks_of(points),
+            )?),
+            _ => None,
+        };
         let (cpu, equal) = if options.check {
             let t = Instant::now();
             let expected = msm_cpu::<C>(&bases, &scalars)?;
@@ -212,6 +227,9 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
             )),
             equal.map_or("-", |e| if e { "yes" } else { "NO" })
         );
+        if let Some(line) = together {
+            println!("|   | {line} | | | | | | | | | |");
+        }
         for (what, profile) in profiles.iter().filter(|(_, p)| !p.is_empty()) {
             let parts: Vec<String> = profile
                 .iter()
@@ -229,6 +247,61 @@ pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Res
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `count` MSMs of other scalars each, bases streamed within `limits`, run together over
+/// the same bases and over different ones (job k over the bases from point 256k), against
+/// the same MSMs run one after another: one line for the table. Each sum must equal the
+/// one the MSM gave alone.
+fn msms_together<C: GpuCurve>(
+    kernels: &MsmKernels<C>,
+    bases: &[C::Affine],
+    log_n: u32,
+    count: usize,
+    options: &MsmOptions,
+    limits: MsmLimits,
+) -> Result<String> {
+    let n = bases.len();
+    let scalar_sets: Vec<Vec<Scalar>> = (0..count)
+        .map(|k| sample_scalars(log_n as u64 + 2 + k as u64, n, options.scalars))
+        .collect();
+    let mut cells = Vec::new();
+    for (what, offset) in [("same bases", 0), ("different bases", CHUNK_ALIGN as usize)] {
+        let jobs: Vec<MsmJob<'_, C>> = scalar_sets
+            .iter()
+            .enumerate()
+            .map(|(k, scalars)| MsmJob {
+                bases: MsmBases {
+                    resident: None,
+                    host: &bases[k * offset..],
+                },
+                scalars: Scalars::Host(&scalars[k * offset..]),
+            })
+            .collect();
+        let (mut alone, mut together) = (Duration::MAX, Duration::MAX);
+        for _ in 0..options.runs.max(1) {
+            let t = Instant::now();
+            let sums = jobs
+                .iter()
+                .map(|job| kernels.msm_streaming(&job.bases, job.scalars, limits))
+                .collect::<Result<Vec<_>>>()?;
+            alone = alone.min(t.elapsed());
+            let t = Instant::now();
+            let sums_together = kernels.msm_together(&jobs, limits)?;
+            together = together.min(t.elapsed());
+            if sums_together != sums {
+                return Err(Error::WrongResult(format!(
+                    "2^{log_n}: {count} MSMs together over {what} disagree with each alone"
+                )));
+            }
+        }
+        cells.push(format!(
+            "{what} {} ({} one after another)",
+            ms(together),
+            ms(alone)
+        ));
+    }
+    Ok(format!("{count} MSMs together: {}", cells.join("; ")))
 }
 
 pub fn ntt(

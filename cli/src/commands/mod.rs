@@ -135,12 +135,14 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             reduction_threads,
             chunk_points,
             streamed_chunk_points,
+            together,
         } => {
             let defaults = MsmConfig::default();
             let options = bench::MsmOptions {
                 log_n,
                 scalars,
                 streamed_chunk_points,
+                together: together.map(|k| k as usize),
                 check: !no_check,
                 runs,
                 path,
