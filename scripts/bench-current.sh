@@ -16,6 +16,9 @@
 #               bases and scalars, then ten 2^27 partitions within the device's default
 #               budget and 32, 24, 16, 12 and 8 GiB, one process (~10 min); each batch's
 #               peak VRAM from nvidia-smi samples inside its window
+#   streamed    G1 MSMs of 2^27 with every base streamed, by chunk size and window count,
+#               beside resident runs cut alike; then two and four streamed MSMs together,
+#               and G2 at 2^26 (~10 min)
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 out=$2
@@ -85,6 +88,23 @@ budgets() {
                  END { print "budget " budget " MiB: peak VRAM " peak " MiB (nvidia-smi)" }' \
                 "$samples.unix"
         done
+}
+
+streamed() {
+    local g1="wg bench msm --curve g1 --log-n 27 --no-check --profile"
+    for chunk in 1290496 2580992 5161984; do
+        for windows in 13 14 15 16; do
+            # Narrower windows measured slower at 1.3M and 2.6M points: only those two above.
+            [ "$chunk" -gt 1290496 ] && [ "$windows" -gt 14 ] && continue
+            [ "$chunk" -gt 2580992 ] && [ "$windows" -gt 13 ] && continue
+            $g1 --runs 2 --windows "$windows" --chunk-points "$chunk" \
+                --streamed-chunk-points "$chunk"
+        done
+    done
+    $g1 --runs 2 --streamed-chunk-points 1290496 --together 2
+    $g1 --runs 1 --streamed-chunk-points 1290496 --together 4
+    wg bench msm --curve g2 --log-n 26 --no-check --runs 2 --streamed-chunk-points 1290496 \
+        --together 2
 }
 
 c2() {

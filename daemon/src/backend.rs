@@ -3,7 +3,7 @@
 //! parameter set loaded once per engine, shared by its lanes, and kept until evicted.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::Proof;
@@ -11,6 +11,7 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_core::OsRng;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters, Step};
+use wgpu_groth16::recorded::RecordedKey;
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
 use wgpu_groth16_filecoin::post::PostJob;
@@ -21,6 +22,27 @@ use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 use crate::circuits::{post_proof, update_proof, Circuit};
 use crate::pb::{ProofKind, SubmitProofRequest};
 use crate::scheduler::{Backend, Lane, LoadedSrs, Proved};
+
+/// Sends a prover's plan the bytes of the constraint matrices it will hold, or drops the
+/// sender where they cannot be had.
+type TellMatrices<'a> = &'a dyn Fn(&Prover, mpsc::Sender<u64>);
+
+/// A prover `make` makes from a receiver of the matrices' size (`None`: a plan without
+/// them), told them where `matrices` can tell them.
+fn told_prover<E>(
+    matrices: Option<TellMatrices<'_>>,
+    make: impl FnOnce(Option<mpsc::Receiver<u64>>) -> Result<Prover, E>,
+) -> Result<Prover, E> {
+    match matrices {
+        Some(tell) => {
+            let (plan, sizes) = mpsc::channel();
+            let prover = make(Some(sizes))?;
+            tell(&prover, plan);
+            Ok(prover)
+        }
+        None => make(None),
+    }
+}
 
 struct Resident {
     prover: Arc<Prover>,
@@ -87,38 +109,68 @@ impl FilecoinBackend {
     }
 
     /// The prover of `circuit_id` and the size of its parameters: from its parameter files,
-    /// loaded before this returns, or from the comparison's parameters.
-    fn load(&self, engine: usize, circuit_id: &str) -> Result<(Prover, u64), String> {
+    /// loaded before this returns, or from the comparison's parameters. With `matrices`, the
+    /// prover's plan waits for the size of the constraint matrices it sends (a job's, as
+    /// `c2`'s plan does) before it places bases: matrices on the device keep a small budget's
+    /// products and gathers there. A preload has no job: its plan sets no room aside for them.
+    fn load(
+        &self,
+        engine: usize,
+        circuit_id: &str,
+        matrices: Option<TellMatrices<'_>>,
+    ) -> Result<(Prover, u64), String> {
         let engine = self
             .engines
             .get(engine)
             .ok_or_else(|| format!("no engine {engine}"))?
             .clone();
-        if let Some(comparison) = &self.comparison {
-            if comparison.circuit_id != circuit_id {
-                return Err(format!(
-                    "this comparing daemon holds {} only, not {circuit_id}",
-                    comparison.circuit_id
-                ));
-            }
-            let prover = Prover::with_engine(comparison.params.clone(), engine)
+        let (prover, size_bytes) = match &self.comparison {
+            Some(comparison) => {
+                if comparison.circuit_id != circuit_id {
+                    return Err(format!(
+                        "this comparing daemon holds {} only, not {circuit_id}",
+                        comparison.circuit_id
+                    ));
+                }
+                let params = comparison.params.clone();
+                let prover = told_prover(matrices, |sizes| match sizes {
+                    Some(sizes) => Prover::loading_for(engine, sizes, move || Ok(params)),
+                    None => Prover::with_engine(params, engine),
+                })
                 .map_err(|e| format!("{circuit_id}: {e}"))?;
-            // No file to measure: the set's size is its bases' bytes.
-            return Ok((prover, comparison.params.bases_bytes()));
-        }
-        let files = Circuit::params_files(circuit_id)?;
-        let (prover, _) = files
-            .prover(engine)
-            .map_err(|e| format!("{circuit_id}: {e}"))?;
-        // The prover loads in the background; a resident set is a loaded one.
-        prover
-            .params()
-            .map_err(|e| format!("{circuit_id}: {}", files.params_error(e)))?;
+                prover.params().map_err(|e| format!("{circuit_id}: {e}"))?;
+                // No file to measure: the set's size is its bases' bytes.
+                (prover, comparison.params.bases_bytes())
+            }
+            None => {
+                let files = Circuit::params_files(circuit_id)?;
+                let prover = told_prover(matrices, |sizes| match sizes {
+                    Some(sizes) => files.prover_for(engine, sizes).map(|(prover, _)| prover),
+                    None => files.prover(engine).map(|(prover, _)| prover),
+                })
+                .map_err(|e| format!("{circuit_id}: {e}"))?;
+                // The prover loads in the background; a resident set is a loaded one.
+                prover
+                    .params()
+                    .map_err(|e| format!("{circuit_id}: {}", files.params_error(e)))?;
+                let size_bytes = std::fs::metadata(&files.params).map_or(0, |m| m.len());
+                (prover, size_bytes)
+            }
+        };
         if let Some(plan) = prover.plan_line() {
             log::info!("{circuit_id} on {}: {plan}", prover.engine().describe());
         }
-        let size_bytes = std::fs::metadata(&files.params).map_or(0, |m| m.len());
         Ok((prover, size_bytes))
+    }
+
+    /// The device plan of `circuit_id`'s parameters on `engine` (the line logged when they
+    /// loaded): `None` when they are not loaded there or the engine has no GPU.
+    pub fn plan_of(&self, engine: usize, circuit_id: &str) -> Option<String> {
+        let resident = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        resident
+            .get(&(engine, circuit_id.to_string()))?
+            .prover
+            .plan_line()
     }
 
     /// The prover of `circuit_id` on `engine`, loading its parameters if they are not
@@ -127,6 +179,7 @@ impl FilecoinBackend {
         &self,
         engine: usize,
         circuit_id: &str,
+        matrices: Option<TellMatrices<'_>>,
     ) -> Result<(Arc<Resident>, bool, Duration), String> {
         let key = (engine, circuit_id.to_string());
         let resident = |this: &Self| {
@@ -144,7 +197,7 @@ impl FilecoinBackend {
             return Ok((kept, true, Duration::ZERO));
         }
         let start = Instant::now();
-        let (prover, size_bytes) = self.load(engine, circuit_id)?;
+        let (prover, size_bytes) = self.load(engine, circuit_id, matrices)?;
         let kept = Arc::new(Resident {
             prover: Arc::new(prover),
             size_bytes,
@@ -179,7 +232,29 @@ impl FilecoinBackend {
             ));
         }
         let engine = self.engine_of(lane);
-        let (resident, _, srs_load) = self.prover(engine, &circuit.id(sector_size)?)?;
+        // A first load's plan learns the job's matrices. Without them it goes untold (the
+        // sender dropped); proving records them again or falls back to full synthesis.
+        let circuit_id = circuit.id(sector_size)?;
+        let tell_matrices = |prover: &Prover, plan: mpsc::Sender<u64>| {
+            let Some(cache) = RecordedCache::by_default() else {
+                return;
+            };
+            let told = match &self.comparison {
+                // No parameter files: the key is of the comparison's verifying key, as the
+                // proving's will be (the prover's parameters wait for this plan).
+                Some(comparison) => {
+                    RecordedKey::new(&job.circuit_identity(), &comparison.params.vk)
+                        .map_err(Into::into)
+                        .and_then(|key| job.recorded_system_of(cache, &key, Some(plan)))
+                        .map(drop)
+                }
+                None => job.recorded_system(cache, prover, Some(plan)).map(drop),
+            };
+            if let Err(e) = told {
+                log::warn!("{circuit_id}: the plan goes without the matrices: {e}");
+            }
+        };
+        let (resident, _, srs_load) = self.prover(engine, &circuit_id, Some(&tell_matrices))?;
         let partitions = job.partitions();
         let (rs, ss) = match &self.comparison {
             Some(comparison) => (
@@ -330,7 +405,7 @@ impl Backend for FilecoinBackend {
         let start = Instant::now();
         let mut already = true;
         for engine in 0..self.engines.len() {
-            already &= self.prover(engine, circuit_id)?.1;
+            already &= self.prover(engine, circuit_id, None)?.1;
         }
         Ok((
             already,

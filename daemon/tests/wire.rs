@@ -795,7 +795,7 @@ fn shared_commit() -> SealCommit {
 /// parameters load for the first only, once for both lanes; two jobs prove at once on them,
 /// and their parameter set counts both while they run; both lanes report the engine's VRAM;
 /// a job for another miner fails alone; a cancelled job stops in the batch pipeline;
-/// eviction frees them.
+/// eviction frees them. The first job's recorded matrices reach the engine's plan.
 #[test]
 fn a_2kib_c2_over_the_wire_equals_bellperson() {
     let (comparison, expected) = comparison_for(&shared_commit(), "porep-2k", 21);
@@ -818,6 +818,9 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             "our proof differs from bellperson's"
         );
         assert!(first.total_ms >= first.synthesis_ms.max(first.srs_load_ms));
+        // The first job told the plan its recorded matrices before the bases were placed.
+        let plan = backend.plan_of(0, "porep-2k").expect("a plan on the GPU");
+        assert!(plan.contains("constraint matrices"), "{plan}");
         // Two jobs at once on the engine's two lanes, with one copy of the parameters that
         // counts both while they run.
         let second = submit(&mut client, request("c2-2", common::MINER_ID)).await;

@@ -123,13 +123,26 @@ pub trait ProofJob {
                 self.recorded_key(prover)?
             }
         };
-        let (system, path) = cache.system(&key, |dir| {
-            self.with_blank_circuit(LoadOrRecord { dir, key: &key })
+        let (system, path) = self.recorded_system_of(cache, &key, plan)?;
+        Ok((key, system, path))
+    }
+
+    /// [`recorded_system`](Self::recorded_system) under `key` (a caller that holds the
+    /// parameters' verifying key makes it without a prover: [`RecordedKey::new`]); its
+    /// matrix bytes go to `plan`.
+    fn recorded_system_of(
+        &self,
+        cache: &RecordedCache,
+        key: &RecordedKey,
+        plan: Option<mpsc::Sender<u64>>,
+    ) -> Result<(Arc<RecordedSystem>, SynthesisPath)> {
+        let (system, path) = cache.system(key, |dir| {
+            self.with_blank_circuit(LoadOrRecord { dir, key })
         })?;
         if let Some(plan) = plan {
             let _ = plan.send(SparseKernels::bytes_of(&system));
         }
-        Ok((key, system, path))
+        Ok((system, path))
     }
 
     /// The partitions' proofs with `rs[k]` and `ss[k]` for partition k, through `prover`

@@ -377,9 +377,15 @@ impl DevicePlan {
             u64::MAX => String::new(),
             cap => format!(" (buckets within {} MiB: narrower windows)", mib(cap)),
         };
-        let matrices = match self.matrices_bytes {
-            0 => String::new(),
-            bytes => format!(", room for the constraint matrices ({} MiB)", mib(bytes)),
+        // Known matrices without room set aside still go to the device at their first
+        // proof if the room the plan leaves holds them (`Prover::device_matrices`).
+        let matrices = match (self.matrices_bytes, footprint.matrices) {
+            (0, 0) => String::new(),
+            (0, known) => format!(
+                ", no room set aside for the constraint matrices ({} MiB)",
+                mib(known)
+            ),
+            (bytes, _) => format!(", room for the constraint matrices ({} MiB)", mib(bytes)),
         };
         format!(
             "{bases}, {scalars}{matrices}, MSM chunks of {} G1 and {} G2 points{buckets}, {} \
@@ -530,6 +536,9 @@ mod tests {
             assert!(used <= plan.budget, "{gib} GiB: {plan:?}");
             if gib <= 16 {
                 assert_eq!(plan.matrices_bytes, 0, "{gib} GiB: {plan:?}");
+                assert!(plan
+                    .describe(&f)
+                    .contains("no room set aside for the constraint matrices (7168 MiB)"));
             }
         }
         // At 24 GiB the matrices do not fit beside three vectors and the L scalars (23 GiB):
@@ -538,11 +547,12 @@ mod tests {
         assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
         assert_eq!(plan.matrices_bytes, 7 * GIB);
         assert!(plan.scalars_on_device() && plan.products_in_pairs());
-        // Unknown matrices never plan pairs.
+        // Unknown matrices never plan pairs, and the plan does not speak of them.
         f.matrices = 0;
         for gib in [32, 24, 20, 16] {
             let plan = DevicePlan::new(&f, gib * GIB, 2).unwrap();
             assert_ne!(plan.proof, ProofBuffers::ProductsInPairs, "{gib} GiB");
+            assert!(!plan.describe(&f).contains("matrices"), "{gib} GiB");
         }
     }
 
