@@ -78,6 +78,7 @@ pub(super) struct BasesStreams {
     pub of_job: Vec<usize>,
     /// Per distinct set of bases, its two stream buffers (none if nothing of it streams).
     pub buffers: Vec<Vec<wgpu::Buffer>>,
+    /// Points of a streamed chunk at most: what each stream buffer holds.
     pub points: usize,
 }
 
@@ -86,6 +87,7 @@ pub(super) struct BasesStreams {
 #[derive(Clone, Copy)]
 struct Step {
     job: usize,
+    /// Which of the job's chunks: its chunks after the first add into its buckets.
     index: usize,
     chunk: Chunk,
     scalars: usize,
