@@ -120,7 +120,7 @@ pub trait ProofJob {
             Some(key) => key,
             None => {
                 plan = None;
-                self.recorded_key(prover)?
+                RecordedKey::new(&self.circuit_identity(), &prover.params()?.vk)?
             }
         };
         let (system, path) = self.recorded_system_of(cache, &key, plan)?;
