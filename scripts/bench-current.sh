@@ -10,7 +10,8 @@
 #   kernels     the field product, MSMs (G1 2^24 and 2^27, uniform and with the real PoRep
 #               partition's scalar mix at 2^27, G2 2^22), NTTs and proofs at
 #               2^22 and 2^24 (~6 min on an H200 with 16 cores)
-#   partitions  ten 2^27 partitions of FilecoinLike, recorded synthesis, peak VRAM (~5 min)
+#   partitions  ten 2^27 partitions of FilecoinLike, recorded synthesis, peak VRAM, its
+#               aux values half bits and then in the real PoRep partition's mix (~10 min)
 #   c2          the real 2 KiB PoRep C2 and the daemon's throughput (~7 min)
 #   budgets     small proofs (2^18) checked against bellperson within budgets that stream
 #               bases and scalars, then ten 2^27 partitions within the device's default
@@ -58,7 +59,8 @@ partitions() {
     local vram
     vram=$(sample_vram "$work/vram.txt")
     /usr/bin/time -v "$bin/wgpu-groth16" bench prove --log-n 27 --batch 10 \
-        --synthesis recorded --no-check --trace "$work/partitions.trace.json"
+        --aux-mix half-bits,porep --synthesis recorded --no-check \
+        --trace "$work/partitions.trace.json"
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram.txt") MiB"
 }
 

@@ -10,7 +10,7 @@ use ff::Field;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use wgpu_groth16::groth16::circuits::{
-    BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint, SizeBounds,
+    AuxMix, BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage, SingleConstraint, SizeBounds,
 };
 use wgpu_groth16::groth16::synthesis::{
     public_inputs, synthesize, synthesize_batch, ProvingAssignment,
@@ -272,6 +272,10 @@ fn builtin_circuits_agree_with_test_cs_evaluations_and_recomputed_densities() {
     check_against_oracles(ManyInputs::new(random_scalars(2, 40)), "ManyInputs");
     check_against_oracles(BitsHeavy::new(random_bits(3, 300)), "BitsHeavy");
     check_against_oracles(FilecoinLike::new(8, 4).unwrap(), "FilecoinLike");
+    check_against_oracles(
+        FilecoinLike::new(10, 5).unwrap().with_mix(AuxMix::Porep),
+        "FilecoinLike, the PoRep mix",
+    );
     check_against_oracles(Sha256Preimage::new(b"abc"), "Sha256Preimage");
 }
 
@@ -319,6 +323,11 @@ fn blank_circuits_make_the_same_constraints_without_values() {
         FilecoinLike::new(6, 7).unwrap(),
         FilecoinLike::blank(6).unwrap(),
         "FilecoinLike",
+    );
+    same(
+        FilecoinLike::new(10, 7).unwrap().with_mix(AuxMix::Porep),
+        FilecoinLike::blank(10).unwrap().with_mix(AuxMix::Porep),
+        "FilecoinLike, the PoRep mix",
     );
     same(
         Sha256Preimage::new(&[0xa5; 3]),
@@ -483,6 +492,39 @@ fn filecoin_like_fills_a_domain_of_2_to_the_k_with_half_its_aux_bits() {
         assert!(
             ones > bits / 4 && ones < bits * 3 / 4,
             "k = {k}: {ones} of {bits} bits set"
+        );
+    }
+}
+
+#[test]
+fn filecoin_like_with_the_porep_mix_has_the_real_partitions_share_of_zeros_and_ones() {
+    for k in [12, 14] {
+        let circuit = FilecoinLike::new(k, u64::from(k)).unwrap();
+        let porep = circuit.clone().with_mix(AuxMix::Porep);
+        assert_eq!(
+            porep.size_bounds(),
+            circuit.size_bounds(),
+            "k = {k}: the same size"
+        );
+        let assignment = synthesize(porep).unwrap();
+        assert_eq!(assignment.a.len(), (1 << k) - 1, "k = {k}");
+        let aux = &assignment.aux_assignment;
+        let share =
+            |value: Scalar| aux.iter().filter(|&&v| v == value).count() as f64 / aux.len() as f64;
+        let (zeros, ones) = (share(Scalar::ZERO), share(Scalar::ONE));
+        let wide = 1.0 - zeros - ones;
+        // The real partition: 51.2% zeros, 47.2% ones, 1.6% full width.
+        assert!((0.49..=0.535).contains(&zeros), "k = {k}: {zeros} zeros");
+        assert!((0.45..=0.495).contains(&ones), "k = {k}: {ones} ones");
+        assert!(
+            (0.012..=0.022).contains(&wide),
+            "k = {k}: {wide} full width"
+        );
+        // Another constraint system than the default mix's.
+        let constraints = |mix| record(FilecoinLike::blank(k).unwrap().with_mix(mix)).constraints;
+        assert!(
+            constraints(AuxMix::Porep) != constraints(AuxMix::HalfBits),
+            "k = {k}"
         );
     }
 }

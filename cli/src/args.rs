@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use wgpu_groth16::field::samples::ScalarMix;
+use wgpu_groth16::groth16::circuits::AuxMix;
 use wgpu_groth16::ntt::LaterPasses;
 
 use crate::commands::{bench_prove, prove, setup};
@@ -199,12 +200,17 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         runs: u32,
     },
-    /// Whole proofs of the Filecoin-like circuit (half its aux variables bits) with random
-    /// parameters, stage by stage, beside bellperson's CPU prover (batch 1) and byte-compared.
+    /// Whole proofs of the Filecoin-like circuit with random parameters, stage by stage,
+    /// beside bellperson's CPU prover (batch 1) and byte-compared.
     Prove {
         /// log2 of the domain (the circuit has 2^N - 1 constraints); a comma list runs several.
         #[arg(long, value_delimiter = ',', default_value = "16")]
         log_n: Vec<u32>,
+        /// The circuit's aux values: `half-bits` (half random bits, half full width) or
+        /// `porep` (the real PoRep partition's mix: 51% zeros, 47% ones, under 2% full
+        /// width); a comma list runs each, each its own circuit and parameters.
+        #[arg(long, value_delimiter = ',', default_value = "half-bits")]
+        aux_mix: Vec<AuxMix>,
         /// Proofs per batch; a comma list runs several.
         #[arg(long, value_delimiter = ',', default_value = "1,10")]
         batch: Vec<usize>,

@@ -287,9 +287,66 @@ impl Circuit<Scalar> for SingleConstraint {
     }
 }
 
+/// How a [`FilecoinLike`] circuit's aux values are drawn: what its L, A and B MSMs sum.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AuxMix {
+    /// Half the aux values random bits, half full width (the MSMs near their uniform cost).
+    #[default]
+    HalfBits,
+    /// The aux values of the real 2 KiB PoRep partition (filecoin-proofs, 2,685,673
+    /// values): 51.2% zeros, 47.2% ones, 1.6% full width. Here 59 of every 60 aux values
+    /// are bits, 48% of them ones: 51.1% zeros, 47.2% ones, 1.7% full width.
+    Porep,
+}
+
+impl AuxMix {
+    pub const ALL: [AuxMix; 2] = [AuxMix::HalfBits, AuxMix::Porep];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AuxMix::HalfBits => "half-bits",
+            AuxMix::Porep => "porep",
+        }
+    }
+
+    /// Whether a chain's step `t` (counted from the chain's first) grows its full-width
+    /// value; the other steps allocate two bits.
+    fn grows_value(self, t: usize) -> bool {
+        match self {
+            AuxMix::HalfBits => true,
+            AuxMix::Porep => t % POREP_STEPS_PER_VALUE == POREP_STEPS_PER_VALUE - 1,
+        }
+    }
+
+    /// One seeded bit: a fair coin for `HalfBits`, one 48% of the time for `Porep` (the
+    /// real partition's ones among its bits).
+    fn bit(self, rng: &mut ChaCha20Rng) -> Scalar {
+        let one = match self {
+            AuxMix::HalfBits => rng.next_u32() & 1 == 1,
+            AuxMix::Porep => rng.next_u32() % 1000 < 480,
+        };
+        Scalar::from(u64::from(one))
+    }
+}
+
+/// `AuxMix::Porep`'s steps per full-width value: 60 aux values, one of them full width.
+const POREP_STEPS_PER_VALUE: usize = 30;
+
+impl std::str::FromStr for AuxMix {
+    type Err = String;
+
+    fn from_str(name: &str) -> std::result::Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|mix| mix.name() == name)
+            .ok_or_else(|| format!("{name:?}: expected half-bits or porep"))
+    }
+}
+
 /// A benchmark circuit of exactly 2^k - 1 constraints once the prover's input constraints are
-/// added (so its NTT domain is 2^k), with a witness like Filecoin's: half the aux variables
-/// bits, the others full-width field elements grown from seeded ChaCha values.
+/// added (so its NTT domain is 2^k), with a witness like Filecoin's: bits and full-width
+/// field elements grown from seeded ChaCha values, half of each by default, or in the real
+/// PoRep partition's proportions ([`AuxMix`]).
 ///
 /// Four random public inputs p_0..p_3; then, like a Filecoin partition's challenges, 16
 /// independent chains, chain c from w = p_(c mod 4) + c + 1 (a combination of inputs, not
@@ -301,6 +358,9 @@ impl Circuit<Scalar> for SingleConstraint {
 /// (w + b) * (p_(j mod 4) + b) = w'   (the next full-width value; j counts every chain's steps)
 /// ```
 ///
+/// With [`AuxMix::Porep`] only one step in 30 grows w; the others are two bits,
+/// `b * (1 - b) = 0` each.
+///
 /// Bits occur in the B query, the w's do not: the B aux density is about half, like the
 /// sparse B queries of real circuits. The chains read only the inputs, so the witness can
 /// be computed in parts ([`FilecoinLike::in_parts`]).
@@ -308,6 +368,7 @@ impl Circuit<Scalar> for SingleConstraint {
 pub struct FilecoinLike {
     log_constraints: u32,
     seed: Option<u64>,
+    mix: AuxMix,
     /// The chains this circuit (or part of one) allocates after the inputs.
     chains: Range<usize>,
 }
@@ -326,6 +387,7 @@ impl FilecoinLike {
         Ok(Self {
             log_constraints,
             seed: Some(seed),
+            mix: AuxMix::default(),
             chains: 0..FILECOIN_LIKE_CHAINS,
         })
     }
@@ -335,8 +397,15 @@ impl FilecoinLike {
         Ok(Self {
             log_constraints,
             seed: None,
+            mix: AuxMix::default(),
             chains: 0..FILECOIN_LIKE_CHAINS,
         })
+    }
+
+    /// The same circuit with its aux values drawn as `mix` says: another constraint system
+    /// (its parameters and recorded matrices are its own).
+    pub fn with_mix(self, mix: AuxMix) -> Self {
+        Self { mix, ..self }
     }
 
     fn check(log_constraints: u32) -> Result<()> {
@@ -414,17 +483,24 @@ impl Circuit<Scalar> for FilecoinLike {
             let offset = Scalar::from(chain as u64 + 1);
             let mut w_value = start_value.map(|p| p + offset);
             let mut w = LinearCombination::zero() + start + (offset, CS::one());
-            for j in self.steps_before(chain)..self.steps_before(chain + 1) {
-                let bit_value = rng
-                    .as_mut()
-                    .map(|rng| Scalar::from(u64::from(rng.next_u32() & 1)));
-                let bit = cs.alloc(|| format!("b{j}"), || known(bit_value))?;
-                cs.enforce(
-                    || format!("b{j} is a bit"),
-                    |lc| lc + bit,
-                    |lc| lc + CS::one() - bit,
-                    |lc| lc,
-                );
+            let first = self.steps_before(chain);
+            for j in first..self.steps_before(chain + 1) {
+                let mut allocate_bit = |name: &str| {
+                    let value = rng.as_mut().map(|rng| self.mix.bit(rng));
+                    let bit = cs.alloc(|| format!("{name}{j}"), || known(value))?;
+                    cs.enforce(
+                        || format!("{name}{j} is a bit"),
+                        |lc| lc + bit,
+                        |lc| lc + CS::one() - bit,
+                        |lc| lc,
+                    );
+                    Ok::<_, SynthesisError>((bit, value))
+                };
+                let (bit, bit_value) = allocate_bit("b")?;
+                if !self.mix.grows_value(j - first) {
+                    allocate_bit("c")?;
+                    continue;
+                }
                 let (p, p_value) = inputs[j % FILECOIN_LIKE_INPUTS];
                 let next_value = w_value
                     .zip(bit_value)

@@ -16,7 +16,7 @@ mod timer;
 mod workspace;
 
 pub use plan::{MsmConfig, MsmPlan, PointCosts, WindowLayout, CHUNK_ALIGN};
-pub use workspace::WORKSPACES_KEPT;
+pub use workspace::{kept_bytes, WORKSPACES_KEPT};
 
 use crate::curve::GpuCurve;
 use crate::error::{Error, Result};

@@ -13,6 +13,32 @@ use crate::gpu::GpuContext;
 /// B smaller), and reallocating gigabytes for each cost more than the MSM's sort.
 pub const WORKSPACES_KEPT: usize = 2;
 
+/// The most device bytes [`Workspaces`] keeps at once for MSMs of `plans` (of points of
+/// `xyzz` bytes in the buckets): at most [`WORKSPACES_KEPT`] workspaces, none of them one
+/// another could run in (a new workspace frees those that fit in it). Where every plan fits
+/// in the largest, as the chunked plans of one proof's G1 MSMs do, that is one workspace.
+pub fn kept_bytes(plans: &[MsmPlan], xyzz: u64) -> u64 {
+    let held_apart =
+        |i: usize, j: usize| !plans[i].fits_in(&plans[j]) && !plans[j].fits_in(&plans[i]);
+    (1u32..1 << plans.len().min(16))
+        .filter(|set| set.count_ones() as usize <= WORKSPACES_KEPT)
+        .filter(|set| {
+            let members: Vec<usize> = (0..plans.len()).filter(|i| set & (1 << i) != 0).collect();
+            members
+                .iter()
+                .enumerate()
+                .all(|(k, &i)| members[k + 1..].iter().all(|&j| held_apart(i, j)))
+        })
+        .map(|set| {
+            (0..plans.len())
+                .filter(|i| set & (1 << i) != 0)
+                .map(|i| plans[i].workspace_bytes(xyzz))
+                .sum()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// Device buffers sized for one plan.
 pub(super) struct Workspace {
     pub plan: MsmPlan,
@@ -102,8 +128,9 @@ impl Workspaces {
         self.kept.clear();
     }
 
-    /// A workspace `plan` fits in: a kept one, or a new one (freeing the oldest first, and
-    /// more kept ones while the budget or the device refuses the new one).
+    /// A workspace `plan` fits in: a kept one, or a new one (freeing first the kept ones that
+    /// fit in it, then the oldest, and more kept ones while the budget or the device refuses
+    /// the new one).
     pub fn for_plan<C: GpuCurve>(
         &mut self,
         gpu: &GpuContext,
@@ -117,6 +144,9 @@ impl Workspaces {
                 cache.push(ws);
             }
             None => {
+                // The new workspace runs every plan these ran: keeping them too would only
+                // hold their bytes (see `kept_bytes`).
+                cache.retain(|w| !w.plan.fits_in(plan));
                 if cache.len() >= WORKSPACES_KEPT {
                     cache.remove(0); // free the oldest before allocating
                 }

@@ -13,7 +13,7 @@ use rand_core::SeedableRng;
 use wgpu_groth16::gpu::memory::device_memory;
 use wgpu_groth16::gpu::AdapterSelector;
 use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_across};
-use wgpu_groth16::groth16::circuits::FilecoinLike;
+use wgpu_groth16::groth16::circuits::{AuxMix, FilecoinLike};
 use wgpu_groth16::groth16::{CancelToken, Step};
 use wgpu_groth16::groth16::{ProveReport, Prover, ProvingParameters};
 use wgpu_groth16::recorded::RecordedSystem;
@@ -37,6 +37,8 @@ pub enum SynthesisPath {
 
 pub struct ProveOptions {
     pub log_n: Vec<u32>,
+    /// Each a circuit of its own at every size.
+    pub aux_mixes: Vec<AuxMix>,
     /// Each a run.
     pub synthesis: Vec<SynthesisPath>,
     pub batches: Vec<usize>,
@@ -104,22 +106,28 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
     let timeline = Arc::new(Timeline::new());
     // The recorded path computes each witness in as many parts as there are threads.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for &log_n in &options.log_n {
+    let sizes = options
+        .log_n
+        .iter()
+        .flat_map(|&log_n| options.aux_mixes.iter().map(move |&mix| (log_n, mix)));
+    for (log_n, mix) in sizes {
+        let circuit = format!("2^{log_n}, aux {}", mix.name());
         // The matrices give the shape without a witness (a full synthesis at 2^27 takes
         // tens of seconds and gigabytes) and serve the recorded path.
         let t = Instant::now();
-        let recorded = Arc::new(RecordedSystem::record(FilecoinLike::blank(log_n)?)?);
+        let blank = FilecoinLike::blank(log_n)?.with_mix(mix);
+        let recorded = Arc::new(RecordedSystem::record(blank)?);
         println!(
-            "2^{log_n}: matrices recorded in {} ({:.1} MiB)",
+            "{circuit}: matrices recorded in {} ({:.1} MiB)",
             ms(t.elapsed()),
             recorded.bytes() as f64 / (1u64 << 20) as f64
         );
         let t = Instant::now();
         let params = ProvingParameters::random_for_shape(&recorded.shape(), log_n as u64);
-        println!("2^{log_n}: random parameters in {}", ms(t.elapsed()));
+        println!("{circuit}: random parameters in {}", ms(t.elapsed()));
         let circuits = |count: usize| -> Result<Vec<FilecoinLike>> {
             (0..count as u64)
-                .map(|seed| FilecoinLike::new(log_n, seed))
+                .map(|seed| Ok(FilecoinLike::new(log_n, seed)?.with_mix(mix)))
                 .collect()
         };
         let randomness = |count: usize, salt: u64| -> Vec<Scalar> {
@@ -161,7 +169,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
             // A budget too small for this size is a finding of the run, not its end.
             let provers = match provers {
                 Err(e @ wgpu_groth16::Error::VramBudget { .. }) => {
-                    println!("  2^{log_n}, {path:?}: {e}");
+                    println!("  {circuit}, {path:?}: {e}");
                     continue;
                 }
                 other => other?,
@@ -229,7 +237,7 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                     )
                 });
                 let layout = format!("{} x {}, {memory}", provers.len(), provers[0].workers());
-                let path = format!("{path:?}").to_lowercase();
+                let path = format!("{path:?}, aux {}", mix.name()).to_lowercase();
                 let figures = BatchFigures {
                     total,
                     coverage,

@@ -93,6 +93,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
         BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs)?,
         BenchCommand::Prove {
             log_n,
+            aux_mix,
             batch,
             no_check,
             trace,
@@ -104,6 +105,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             selector,
             &bench_prove::ProveOptions {
                 log_n,
+                aux_mixes: aux_mix,
                 batches: batch,
                 workers,
                 gpus,

@@ -18,9 +18,7 @@ use crate::gpu::waits::{self, Stage};
 use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
 use crate::groth16::synthesis::ProvingAssignment;
-use crate::msm::{
-    MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scalars, WORKSPACES_KEPT,
-};
+use crate::msm::{kept_bytes, MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scalars};
 use crate::ntt::{NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, ProductLayouts, ResidentMatrices, SparseKernels};
@@ -272,15 +270,13 @@ impl GpuEngine {
     /// constraint matrices to place (0: not known yet).
     pub fn footprint(&self, params: &ProvingParameters, matrices: u64) -> Result<Footprint> {
         let domain = params.h.len() + 1;
-        let g1_len = [
+        let g1_lens = [
             params.h.len(),
             params.l.len(),
             params.a.len(),
             params.b_g1.len(),
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+        ];
+        let g1_len = g1_lens.into_iter().max().unwrap_or(0);
         let g2_len = params.b_g2.len();
         let log_domain = domain.next_power_of_two().trailing_zeros();
         let tables = self.ntt.table_bytes(log_domain);
@@ -288,10 +284,15 @@ impl GpuEngine {
         let measure = |limits: MsmLimits| -> Result<(ChunkOption, u64)> {
             let g1 = self.g1.plan_within(g1_len.max(1), limits)?;
             let g2 = self.g2.plan_within(g2_len.max(1), limits)?;
+            let g1_plans = g1_lens
+                .iter()
+                .filter(|&&len| len > 0)
+                .map(|&len| self.g1.plan_within(len, limits))
+                .collect::<Result<Vec<_>>>()?;
             let option = ChunkOption {
                 points: [g1.chunk, g2.chunk],
                 bucket_bytes: limits.bucket_bytes,
-                kept: WORKSPACES_KEPT as u64 * g1.workspace_bytes(G1::XYZZ_BYTES as u64)
+                kept: kept_bytes(&g1_plans, G1::XYZZ_BYTES as u64)
                     + g2.workspace_bytes(G2::XYZZ_BYTES as u64)
                     + tables,
             };

@@ -357,3 +357,35 @@ fn a_bucket_cap_narrows_the_windows_and_holds() {
     let narrowest = plan(Some(1 << 10)).unwrap();
     assert_eq!(narrowest.layout, WindowLayout::mixed(*AUTO_WINDOWS.end()));
 }
+
+#[test]
+fn workspaces_kept_for_a_proofs_chunked_msms_are_one() {
+    let xyzz = G1_INT64.xyzz_bytes;
+    let chunked = |n: usize| {
+        let config = MsmConfig {
+            max_chunk_points: Some(1_290_496),
+            max_bucket_bytes: Some(528 << 20),
+            ..MsmConfig::default()
+        };
+        MsmPlan::new(n, G1_INT64, 2 * GIB, &config).expect("plans")
+    };
+    // H, L, A and B G1 of a 2^27 proof: one shape, each fitting in the largest's workspace.
+    let plans: Vec<MsmPlan> = [(1 << 27) - 1, 130_000_000, 90_000_000, 60_000_000]
+        .into_iter()
+        .map(chunked)
+        .collect();
+    let largest = plans[0].workspace_bytes(xyzz);
+    assert_eq!(crate::msm::kept_bytes(&plans, xyzz), largest);
+
+    // Plans of other shapes are kept side by side, two at most: the largest two.
+    let whole = |n: usize| MsmPlan::new(n, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
+    let apart = [whole(1 << 12), whole(1 << 16), whole(1 << 20)];
+    for (i, a) in apart.iter().enumerate() {
+        for b in &apart[i + 1..] {
+            assert!(!a.fits_in(b) && !b.fits_in(a), "{a:?} {b:?}");
+        }
+    }
+    let bytes: Vec<u64> = apart.iter().map(|p| p.workspace_bytes(xyzz)).collect();
+    assert_eq!(crate::msm::kept_bytes(&apart, xyzz), bytes[1] + bytes[2]);
+    assert_eq!(crate::msm::kept_bytes(&[], xyzz), 0);
+}
