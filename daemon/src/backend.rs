@@ -288,6 +288,7 @@ impl FilecoinBackend {
     ) -> Result<Proved, String> {
         let c1 = C1Output::from_json(&request.vanilla_proof, "vanilla_proof")
             .map_err(|e| e.to_string())?;
+        c1.require_sealed().map_err(|e| e.to_string())?;
         let given = (request.sector_number != 0).then_some(request.sector_number);
         let sector_id = c1.sector_id(given).map_err(|e| e.to_string())?;
         let commit = SealCommit::new(c1.phase1, prover_id_of_miner(request.miner_id), sector_id)

@@ -686,6 +686,23 @@ fn bad_jobs_fail_alone() {
         let unspecified = of_kind("f", ProofKind::Unspecified, 0);
         // A real C2 whose sector size has no parameters in the cache.
         let no_parameters = c2_request("g", common::MINER_ID);
+        // Random vanilla proofs of the real shape, marked benchmark-only.
+        let sealed = common::sealed();
+        let benchmark = wgpu_groth16_filecoin::c1::C1Output {
+            phase1: wgpu_groth16_filecoin::sealing::benchmark_c1(
+                sealed.phase1.registered_proof,
+                sealed.prover_id,
+                sealed.sector_id,
+                1,
+            )
+            .unwrap(),
+            wrapper: None,
+            benchmark_only: true,
+        };
+        let benchmark = SubmitProofRequest {
+            vanilla_proof: benchmark.phase1_json().unwrap(),
+            ..c2_request("h", common::MINER_ID)
+        };
         for (request, why) in [
             (winning, "not a FallbackPoStSectorProof"),
             (window, "randomness must be 32 bytes, not 31"),
@@ -695,6 +712,7 @@ fn bad_jobs_fail_alone() {
                 no_parameters,
                 "Groth16 parameters for StackedDrg2KiBV1_1 (2 KiB) not found",
             ),
+            (benchmark, "benchmark-only C1 output"),
         ] {
             let failed = prove(&mut client, request).await;
             assert_eq!(failed.status, Status::Failed as i32);
@@ -716,7 +734,7 @@ fn bad_jobs_fail_alone() {
         let status = get_status(&mut client).await;
         assert_eq!(
             (status.total_proofs_completed, status.total_proofs_failed),
-            (0, 7)
+            (0, 8)
         );
         assert!(status.loaded_srs.is_empty());
     });

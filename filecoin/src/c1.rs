@@ -15,7 +15,7 @@ use std::path::Path;
 use base64::Engine as _;
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::{ProverId, SectorId};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::sector_size_name;
 use crate::{Error, Result};
@@ -29,6 +29,24 @@ pub struct C1Output {
     pub phase1: SealCommitPhase1Output,
     /// Present when the input was Curio's wrapper.
     pub wrapper: Option<CurioWrapper>,
+    /// Marked benchmark-only (`sealing::benchmark_c1`, `seal --benchmark-only`): its vanilla
+    /// proofs are random, so nothing proved from it verifies.
+    pub benchmark_only: bool,
+}
+
+/// The benchmark-only mark, whichever field order the JSON has.
+#[derive(Deserialize)]
+struct Marks {
+    #[serde(default)]
+    benchmark_only: Option<serde::de::IgnoredAny>,
+}
+
+/// A benchmark-only output as it is written: the mark first.
+#[derive(Serialize)]
+struct Marked<'a> {
+    benchmark_only: &'static str,
+    #[serde(flatten)]
+    phase1: &'a SealCommitPhase1Output,
 }
 
 /// What Curio's wrapper says beside the phase-1 output.
@@ -115,6 +133,7 @@ impl C1Output {
                     sector_num: wrapper.sector_num,
                     sector_size: wrapper.sector_size,
                 }),
+                benchmark_only: is_benchmark_only(&inner),
             };
             output.check_wrapper()?;
             return Ok(output);
@@ -124,7 +143,39 @@ impl C1Output {
         Ok(C1Output {
             phase1,
             wrapper: None,
+            benchmark_only: is_benchmark_only(bytes),
         })
+    }
+
+    /// The phase-1 output as filecoin-proofs-api's JSON, with the benchmark-only mark
+    /// where it has one.
+    pub fn phase1_json(&self) -> Result<Vec<u8>> {
+        let json = match self.benchmark_only {
+            false => serde_json::to_vec(&self.phase1),
+            true => serde_json::to_vec(&Marked {
+                benchmark_only: crate::sealing::BENCHMARK_ONLY,
+                phase1: &self.phase1,
+            }),
+        };
+        json.map_err(|e| Error::C1Format {
+            origin: "a C1 output".into(),
+            reason: format!("not written as JSON: {e}"),
+        })
+    }
+
+    /// Refuses a benchmark-only output: proving it would spend a C2 on a proof that cannot
+    /// verify. `c2 --benchmark` times one on purpose.
+    pub fn require_sealed(&self) -> Result<()> {
+        match self.benchmark_only {
+            false => Ok(()),
+            true => Err(Error::C1Mismatch {
+                what: "a sealed sector",
+                detail: format!(
+                    "it is a benchmark-only C1 output ({}); `c2 --benchmark` times one",
+                    crate::sealing::BENCHMARK_ONLY
+                ),
+            }),
+        }
     }
 
     /// The sector size the wrapper names must be the one its output is for.
@@ -161,6 +212,11 @@ impl C1Output {
             }),
         }
     }
+}
+
+/// Whether a (parsed) phase-1 output's JSON carries the benchmark-only mark.
+fn is_benchmark_only(json: &[u8]) -> bool {
+    serde_json::from_slice::<Marks>(json).is_ok_and(|marks| marks.benchmark_only.is_some())
 }
 
 /// Whether the JSON object's first key is one of the wrapper's (Go writes them in field

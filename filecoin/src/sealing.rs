@@ -9,17 +9,23 @@ use std::path::Path;
 
 use bellperson::groth16::{generate_random_parameters, Parameters};
 use blstrs::Bls12;
+use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::parameters::public_params;
 use filecoin_proofs::types::MerkleTreeTrait;
-use filecoin_proofs_api::seal::{self, SealCommitPhase1Output};
+use filecoin_proofs_api::seal::{self, SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::{
     PaddedBytesAmount, ProverId, RegisteredSealProof, SectorId, UnpaddedBytesAmount,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+use storage_proofs_core::drgraph::Graph;
+use storage_proofs_core::merkle::{base_path_length, MerkleProof};
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, Column, ColumnProof, EncodingProof, LabelingProof, StackedCompound,
+    StackedDrg, TOTAL_PARENTS,
+};
 
 use crate::{Error, Result};
 
@@ -103,4 +109,242 @@ pub fn generate_parameters(proof: RegisteredSealProof, seed: u64) -> Result<Para
             .map_err(anyhow::Error::from)?)
     }
     with_tree!(u64::from(proof.sector_size()), Tree => generate::<Tree>(proof, seed))
+}
+
+/// What a benchmark-only C1 output says of itself, beside its `SealCommitPhase1Output`
+/// fields (which filecoin-proofs reads without it): `c2` refuses such an output unless told
+/// it is a benchmark.
+pub const BENCHMARK_ONLY: &str = "random vanilla proofs of this seal proof's shape, for \
+    benchmarks: their constraints do not hold and no proof of them verifies";
+
+/// A C1 output of `proof`'s real shape without sealing a sector: every partition's vanilla
+/// proofs (the challenges the stack derives, Merkle paths of its trees' arities and depths,
+/// columns of every layer, labeling and encoding proofs with their parents) filled from
+/// `seed`, so that the stack's own circuit synthesizes a production-size partition from it.
+/// The commitments are random and the replica id is the one of `prover_id`, `sector_id`,
+/// the ticket and `comm_d`, so [`SealCommit`](crate::SealCommit) takes it; its vanilla proofs
+/// do not verify, and neither does a proof of them. A 32 GiB sector's takes seconds where
+/// sealing it takes hours and hundreds of GiB.
+pub fn benchmark_c1(
+    proof: RegisteredSealProof,
+    prover_id: ProverId,
+    sector_id: SectorId,
+    seed: u64,
+) -> Result<SealCommitPhase1Output> {
+    with_tree!(u64::from(proof.sector_size()), Tree => {
+        benchmark_c1_of::<Tree>(proof, prover_id, sector_id, seed)
+    })
+}
+
+type RawProof<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
+
+fn benchmark_c1_of<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredSealProof,
+    prover_id: ProverId,
+    sector_id: SectorId,
+    seed: u64,
+) -> Result<SealCommitPhase1Output> {
+    let config = proof.as_v1_config();
+    let vanilla = public_params::<Tree>(&config)?;
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut randomness = || {
+        let mut bytes = [0u8; 32];
+        rng.fill_bytes(&mut bytes);
+        bytes[31] &= 0x3f;
+        bytes
+    };
+    let (ticket, challenge_seed) = (randomness(), randomness());
+    let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0xc1);
+    let comm_d = <DefaultPieceHasher as Hasher>::Domain::random(&mut rng);
+    let comm_r = <Tree::Hasher as Hasher>::Domain::random(&mut rng);
+    let comm_d_bytes: [u8; 32] = commitment(&comm_d);
+    let replica_id = generate_replica_id::<Tree::Hasher, _>(
+        &prover_id,
+        u64::from(sector_id),
+        &ticket,
+        comm_d_bytes,
+        &config.porep_id,
+    );
+    let inputs = stacked::PublicInputs {
+        replica_id,
+        tau: Some(stacked::Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(challenge_seed),
+    };
+    let nodes = u64::from(proof.sector_size()) as usize / 32;
+    // Every proof opens the same trees: one root each.
+    let roots = Roots::<Tree> {
+        comm_d,
+        comm_c: Domain::random(&mut rng),
+        comm_r_last: Domain::random(&mut rng),
+    };
+    let partitions = usize::from(config.partitions);
+    let proofs = (0..partitions)
+        .map(|k| {
+            inputs
+                .challenges(&vanilla.challenges, nodes, Some(k))
+                .into_iter()
+                .map(|challenge| random_proof(&vanilla, &roots, nodes, challenge, &mut rng))
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(SealCommitPhase1Output {
+        registered_proof: proof,
+        vanilla_proofs: api_vanilla_proofs::<Tree>(proofs)?,
+        comm_r: commitment(&comm_r),
+        comm_d: comm_d_bytes,
+        replica_id: Into::<blstrs::Scalar>::into(replica_id).into(),
+        seed: challenge_seed,
+        ticket,
+    })
+}
+
+/// A domain element's 32 bytes, as C1 outputs hold commitments.
+fn commitment<D: Domain>(value: &D) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    bytes.copy_from_slice(value.as_ref());
+    bytes
+}
+
+struct Roots<Tree: MerkleTreeTrait> {
+    comm_d: <DefaultPieceHasher as Hasher>::Domain,
+    comm_c: <Tree::Hasher as Hasher>::Domain,
+    comm_r_last: <Tree::Hasher as Hasher>::Domain,
+}
+
+/// One challenge's vanilla proof, its values random, its structure the stack's
+/// (`StackedDrg::prove_layers`): the node's and its parents' columns, and labeling proofs
+/// whose parents repeat to `TOTAL_PARENTS` as the stack repeats them.
+fn random_proof<Tree: 'static + MerkleTreeTrait>(
+    vanilla: &stacked::PublicParams<Tree>,
+    roots: &Roots<Tree>,
+    nodes: usize,
+    challenge: usize,
+    rng: &mut ChaCha20Rng,
+) -> Result<RawProof<Tree>> {
+    let graph = &vanilla.graph;
+    let layers = vanilla.num_layers;
+    let domains = |n: usize, rng: &mut ChaCha20Rng| -> Vec<<Tree::Hasher as Hasher>::Domain> {
+        (0..n).map(|_| Domain::random(rng)).collect()
+    };
+    let binary_path = (0..nodes.trailing_zeros())
+        .map(|level| {
+            let sibling = <DefaultPieceHasher as Hasher>::Domain::random(rng);
+            (vec![sibling], (challenge >> level) & 1)
+        })
+        .collect();
+    let comm_d_proofs = MerkleProof::from_parts(Domain::random(rng), roots.comm_d, binary_path);
+    let column = |node: usize, rng: &mut ChaCha20Rng| -> Result<_> {
+        let rows = domains(layers, rng);
+        let opening = tree_path::<Tree>(nodes, node, roots.comm_c, rng);
+        Ok(ColumnProof::from_column(
+            Column::new(node as u32, rows)?,
+            opening,
+        )?)
+    };
+    let mut drg = vec![0; graph.base_graph().degree()];
+    graph.base_parents(challenge, &mut drg)?;
+    let mut expanded = vec![0; graph.expansion_degree()];
+    graph.expanded_parents(challenge, &mut expanded)?;
+    let replica_column_proofs = stacked::ReplicaColumnProof {
+        c_x: column(challenge, rng)?,
+        drg_parents: drg
+            .iter()
+            .map(|&p| column(p as usize, rng))
+            .collect::<Result<_>>()?,
+        exp_parents: expanded
+            .iter()
+            .map(|&p| column(p as usize, rng))
+            .collect::<Result<_>>()?,
+    };
+    let comm_r_last_proof = tree_path::<Tree>(nodes, challenge, roots.comm_r_last, rng);
+    let mut labeling_proofs = Vec::with_capacity(layers);
+    let mut last_parents = Vec::new();
+    for layer in 1..=layers {
+        let degree = match layer {
+            1 => drg.len(),
+            _ => drg.len() + expanded.len(),
+        };
+        let parents = domains(degree, rng);
+        last_parents = parents
+            .iter()
+            .copied()
+            .cycle()
+            .take(TOTAL_PARENTS)
+            .collect();
+        labeling_proofs.push(LabelingProof::new(
+            layer as u32,
+            challenge as u64,
+            last_parents.clone(),
+        ));
+    }
+    Ok(stacked::Proof {
+        comm_d_proofs,
+        comm_r_last_proof,
+        replica_column_proofs,
+        labeling_proofs,
+        encoding_proof: EncodingProof::new(layers as u32, challenge as u64, last_parents),
+    })
+}
+
+/// An opening of `node` in a tree of `Tree`'s shape over `nodes` leaves, its values random:
+/// one element a level of the base trees, then one of the sub-tree and top-tree levels
+/// where the shape has them.
+fn tree_path<Tree: MerkleTreeTrait>(
+    nodes: usize,
+    node: usize,
+    root: <Tree::Hasher as Hasher>::Domain,
+    rng: &mut ChaCha20Rng,
+) -> MerkleProof<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> {
+    use typenum::Unsigned;
+    let base = base_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes);
+    let arities = std::iter::repeat_n(Tree::Arity::to_usize(), base)
+        .chain([
+            Tree::SubTreeArity::to_usize(),
+            Tree::TopTreeArity::to_usize(),
+        ])
+        .filter(|&arity| arity > 0);
+    let mut rest = node;
+    let path = arities
+        .map(|arity| {
+            let siblings = (1..arity).map(|_| Domain::random(&mut *rng)).collect();
+            let index = rest % arity;
+            rest /= arity;
+            (siblings, index)
+        })
+        .collect();
+    MerkleProof::from_parts(Domain::random(rng), root, path)
+}
+
+/// The partitions' proofs as filecoin-proofs-api holds them: the variant of their tree.
+fn api_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
+    proofs: Vec<Vec<RawProof<Tree>>>,
+) -> Result<VanillaSealProof> {
+    use filecoin_proofs::constants::{
+        SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
+    };
+    use std::any::Any;
+    let proofs: Box<dyn Any> = Box::new(proofs);
+    let proofs = match proofs.downcast::<Vec<Vec<RawProof<SectorShape2KiB>>>>() {
+        Ok(p) => return Ok(VanillaSealProof::StackedDrg2KiBV1(*p)),
+        Err(other) => other,
+    };
+    let proofs = match proofs.downcast::<Vec<Vec<RawProof<SectorShape8MiB>>>>() {
+        Ok(p) => return Ok(VanillaSealProof::StackedDrg8MiBV1(*p)),
+        Err(other) => other,
+    };
+    let proofs = match proofs.downcast::<Vec<Vec<RawProof<SectorShape512MiB>>>>() {
+        Ok(p) => return Ok(VanillaSealProof::StackedDrg512MiBV1(*p)),
+        Err(other) => other,
+    };
+    let proofs = match proofs.downcast::<Vec<Vec<RawProof<SectorShape32GiB>>>>() {
+        Ok(p) => return Ok(VanillaSealProof::StackedDrg32GiBV1(*p)),
+        Err(other) => other,
+    };
+    match proofs.downcast::<Vec<Vec<RawProof<SectorShape64GiB>>>>() {
+        Ok(p) => Ok(VanillaSealProof::StackedDrg64GiBV1(*p)),
+        Err(_) => Err(Error::Unsupported(
+            "a tree of no registered sector size".into(),
+        )),
+    }
 }

@@ -26,7 +26,7 @@ use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::porep::seal_commit_phase2_reporting;
 use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
-use wgpu_groth16_filecoin::sealing::{generate_parameters, seal_random_sector};
+use wgpu_groth16_filecoin::sealing::{benchmark_c1, generate_parameters, seal_random_sector};
 use wgpu_groth16_filecoin::Error;
 use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
@@ -52,8 +52,13 @@ pub struct SealArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Folder for the sector's files (staged, sealed, cache).
-    #[arg(long)]
-    dir: PathBuf,
+    #[arg(long, required_unless_present = "benchmark_only")]
+    dir: Option<PathBuf>,
+    /// Seal nothing: write a benchmark-only C1 output of the proof's real shape, every
+    /// vanilla proof random (seconds at 32 GiB, where sealing takes hours). It is marked
+    /// as such; `c2` refuses it unless given `--benchmark`, and no proof of it verifies.
+    #[arg(long, conflicts_with = "dir")]
+    benchmark_only: bool,
     /// Where to write the C1 output.
     #[arg(long)]
     out: PathBuf,
@@ -67,17 +72,24 @@ pub fn seal(args: &SealArgs, json: bool) -> Result<(), C2Error> {
     let mut plan = OutputPlan::new();
     let c1_file = plan.output("--out", &args.out);
     let mut files = plan.reserve()?;
-    let (phase1, took) = stage("sealing", || {
-        seal_random_sector(
-            args.proof,
-            &args.dir,
-            prover_id_of_miner(args.miner_id),
-            SectorId::from(args.sector_id),
-            args.seed,
-        )
-    });
-    let phase1 = phase1?;
-    let bare = serde_json::to_vec(&phase1).map_err(|e| CliError::Invalid(e.to_string()))?;
+    let (prover_id, sector_id) = (
+        prover_id_of_miner(args.miner_id),
+        SectorId::from(args.sector_id),
+    );
+    let (phase1, took) = match &args.dir {
+        Some(dir) => stage("sealing", || {
+            seal_random_sector(args.proof, dir, prover_id, sector_id, args.seed)
+        }),
+        None => stage("random vanilla proofs", || {
+            benchmark_c1(args.proof, prover_id, sector_id, args.seed)
+        }),
+    };
+    let c1 = C1Output {
+        phase1: phase1?,
+        wrapper: None,
+        benchmark_only: args.benchmark_only,
+    };
+    let bare = c1.phase1_json()?;
     let bytes = if args.curio {
         serde_json::to_vec(&json!({
             "SectorNum": args.sector_id,
@@ -94,7 +106,11 @@ pub fn seal(args: &SealArgs, json: bool) -> Result<(), C2Error> {
         "c1",
         json!({ "path": args.out.display().to_string(), "bytes": bytes.len(), "seconds": took.as_secs_f64() }),
         format!(
-            "sealed a {} sector ({:?}) in {:.2} s; C1 output ({} bytes) written to {}",
+            "{} a {} sector ({:?}) in {:.2} s; C1 output ({} bytes) written to {}",
+            match args.benchmark_only {
+                false => "sealed",
+                true => "benchmark-only C1 output (random vanilla proofs) of",
+            },
             sector_size_name(u64::from(args.proof.sector_size())),
             args.proof,
             took.as_secs_f64(),
@@ -290,6 +306,7 @@ fn synthesis_cell(path: &SynthesisPath) -> String {
 /// no CUDA or OpenCL), on one C1 output, both through `verify_seal`.
 pub fn bench_c2(device: &DeviceArgs, args: &BenchC2Args) -> Result<(), C2Error> {
     let c1 = C1Output::read(&args.c1)?;
+    c1.require_sealed()?;
     let sector_id = c1.sector_id(args.sector_id)?;
     let prover_id = prover_id_of_miner(args.miner_id);
     let commit = SealCommit::new(c1.phase1.clone(), prover_id, sector_id)?;

@@ -286,3 +286,47 @@ fn seal_writes_c1_outputs_that_c2_reads() {
         assert_one_line_error(&output, "not found");
     }
 }
+
+/// `seal --benchmark-only` writes a marked C1 output of random vanilla proofs in both forms:
+/// `c2` refuses it in one line, and `c2 --benchmark` takes it past the mark and the vanilla
+/// check (which it would fail) to the parameters, missing here.
+#[test]
+fn a_benchmark_only_c1_output_is_refused_unless_c2_is_told_it_is_a_benchmark() {
+    let dir = folder("benchmark-only");
+    for (form, extra) in [("bare", &[][..]), ("curio", &["--curio"][..])] {
+        let c1 = dir.join(format!("{form}.json"));
+        let mut args = vec![
+            "seal",
+            "--proof",
+            "StackedDrg2KiBV1_1",
+            "--miner-id",
+            "1000",
+            "--sector-id",
+            "7",
+            "--benchmark-only",
+            "--out",
+            c1.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let output = run(&mut cli(&args));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}");
+        assert!(stdout.contains("benchmark-only"), "{stdout}");
+        let bytes = fs::read(&c1).unwrap();
+        let output = c2(&dir, &bytes, &[]);
+        assert_one_line_error(&output, "benchmark-only C1 output");
+
+        fs::write(dir.join("c1.json"), &bytes).unwrap();
+        let output = run(&mut cli(&[
+            "c2",
+            "--c1",
+            dir.join("c1.json").to_str().unwrap(),
+            "--miner-id",
+            "1000",
+            "--sector-id",
+            "7",
+            "--benchmark",
+        ]));
+        assert_one_line_error(&output, "not found");
+    }
+}

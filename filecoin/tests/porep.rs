@@ -259,3 +259,91 @@ fn a_wrong_recorded_system_falls_back_to_full_synthesis_and_the_same_proof() {
     let err = commit.recorded_system(&cache, &prover, None).unwrap_err();
     assert!(err.to_string().contains("refused before"), "{err}");
 }
+
+/// The JSON's structure without its values: objects and their keys, arrays and their
+/// lengths; every number 0.
+fn shape_of(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Number(_) => Value::from(0),
+        Value::Array(items) => Value::Array(items.iter().map(shape_of).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(key, field)| (key.clone(), shape_of(field)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A benchmark-only C1 output (random vanilla proofs, no sector sealed) has a sealed one's
+/// shape in every PoRep variant: partitions, challenges, Merkle paths, columns, labeling and
+/// encoding parents; from it the stack's circuit records the real constraint system and
+/// computes a witness. It is marked, refused where a sealed sector is needed, and its
+/// vanilla proofs do not verify.
+#[test]
+fn a_benchmark_c1_output_has_the_shape_of_a_sealed_one() {
+    use bellperson::Circuit;
+    use blstrs::Scalar;
+    use filecoin_proofs_api::RegisteredSealProof::{
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep, StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+    };
+    use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
+    use wgpu_groth16_filecoin::c1::C1Output;
+    use wgpu_groth16_filecoin::job::PartitionCircuits;
+    use wgpu_groth16_filecoin::sealing::benchmark_c1;
+
+    struct Synthesize;
+    impl PartitionCircuits for Synthesize {
+        type Output = ProvingAssignment;
+        fn run<C: Circuit<Scalar> + Send>(
+            self,
+            mut circuits: Vec<C>,
+        ) -> wgpu_groth16_filecoin::Result<ProvingAssignment> {
+            Ok(synthesize(circuits.remove(0))?)
+        }
+    }
+    let others = [
+        (StackedDrg2KiBV1_1_Feat_SyntheticPoRep, 41),
+        (StackedDrg2KiBV1_2_Feat_NonInteractivePoRep, 42),
+    ]
+    .map(|(proof, seed)| common::seal_sector(proof, seed));
+    for sealed in std::iter::once(common::sealed()).chain(&others) {
+        let proof = sealed.phase1.registered_proof;
+        let phase1 = benchmark_c1(proof, sealed.prover_id, sealed.sector_id, 9).unwrap();
+        let json = |p| shape_of(&serde_json::to_value(p).unwrap());
+        assert!(
+            json(&phase1) == json(&sealed.phase1),
+            "{proof:?}: not a sealed output's shape"
+        );
+
+        let marked = C1Output {
+            phase1: phase1.clone(),
+            wrapper: None,
+            benchmark_only: true,
+        };
+        let read = C1Output::from_json(&marked.phase1_json().unwrap(), "test").unwrap();
+        assert!(read.benchmark_only, "{proof:?}: the mark is read back");
+        let err = read.require_sealed().unwrap_err();
+        assert!(err.to_string().contains("benchmark-only"), "{err}");
+        let unmarked = C1Output::from_json(&serde_json::to_vec(&phase1).unwrap(), "t").unwrap();
+        assert!(!unmarked.benchmark_only && unmarked.require_sealed().is_ok());
+
+        let bench = SealCommit::new(phase1, sealed.prover_id, sealed.sector_id)
+            .expect("its replica id is this prover's and sector's");
+        let err = bench.check_vanilla_proofs().unwrap_err();
+        assert!(matches!(err, Error::C1Mismatch { .. }), "{err}");
+        let real =
+            SealCommit::new(sealed.phase1.clone(), sealed.prover_id, sealed.sector_id).unwrap();
+        assert!(
+            bench.with_circuits(Record).unwrap() == real.with_circuits(Record).unwrap(),
+            "{proof:?}: another constraint system"
+        );
+        let witness = bench.with_circuits(Synthesize).expect("a witness");
+        assert_eq!(
+            witness.aux_assignment.len(),
+            real.with_circuits(Synthesize).unwrap().aux_assignment.len()
+        );
+    }
+}
