@@ -17,6 +17,10 @@
 #               bases and scalars, then ten 2^27 partitions within the device's default
 #               budget and 32, 24, 16, 12 and 8 GiB, one process (~10 min); each batch's
 #               peak VRAM from nvidia-smi samples inside its window
+#   real32      the real 32 GiB PoRep circuit: random-point parameters of its shape and its
+#               recorded system (`setup --random-points`, ~47 GB on disk), a benchmark-only
+#               C1 output (`seal --benchmark-only`), then `c2 --benchmark` twice, peak RSS
+#               and VRAM (~10 min est.; needs ~60 GiB of memory and ~60 GiB of disk)
 #   streamed    G1 MSMs of 2^27 with every base streamed, by chunk size and window count,
 #               beside resident runs cut alike; then two and four streamed MSMs together,
 #               and G2 at 2^26 (~10 min)
@@ -90,6 +94,22 @@ budgets() {
                  END { print "budget " budget " MiB: peak VRAM " peak " MiB (nvidia-smi)" }' \
                 "$samples.unix"
         done
+}
+
+real32() {
+    local c1=$work/c1-32g.json vram
+    mkdir -p "$FIL_PROOFS_PARAMETER_CACHE"
+    /usr/bin/time -v "$bin/wgpu-groth16-filecoin" setup --proof StackedDrg32GiBV1_1 \
+        --random-points --seed 1
+    wgf seal --proof StackedDrg32GiBV1_1 --miner-id 1000 --sector-id 7 --benchmark-only \
+        --out "$c1"
+    vram=$(sample_vram "$work/vram-32g.txt")
+    for run in first second; do
+        echo "c2 of the 32 GiB shape, $run process:"
+        /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 --c1 "$c1" --miner-id 1000 \
+            --sector-id 7 --benchmark --trace "$work/c2-32g-$run.trace.json"
+    done
+    [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g.txt") MiB"
 }
 
 streamed() {

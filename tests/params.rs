@@ -730,6 +730,26 @@ fn checked_once_refuses_a_point_outside_the_subgroup_even_after_the_file_was_che
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A file recorded as made here is read without its checks the first time, its content
+/// found recorded; one of its points altered afterwards is another content, checked (and
+/// refused: the altered point is outside the subgroup).
+#[test]
+fn a_file_recorded_as_made_here_is_read_as_checked_before_until_it_changes() {
+    let (params, bytes) = fixture();
+    let dir = records_folder("made-here");
+    let records = CheckRecords::in_folder(dir.clone());
+    let file = TempFile::new(bytes);
+    ProvingParameters::record_made_here(file.path(), &records).unwrap();
+    let (read, how) = ProvingParameters::read_mmap_checked_once(file.path(), &records).unwrap();
+    assert_equal(&read, params);
+    assert_eq!(how, Checked::Before);
+    let altered = replace(bytes, record_of("b_g2", 1).start, &g2_outside_subgroup());
+    let result = read_checked_once(&altered, &records).map(|(p, _)| p);
+    let reason = assert_invalid_point(result, "b_g2", 1);
+    assert!(reason.contains("subgroup"), "{reason}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// The published digest of `bytes`: the first 16 bytes of their BLAKE2b-512.
 fn published_digest(bytes: &[u8]) -> [u8; PUBLISHED_DIGEST_BYTES] {
     blake2b_simd::blake2b(bytes).as_bytes()[..PUBLISHED_DIGEST_BYTES]

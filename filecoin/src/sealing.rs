@@ -5,9 +5,11 @@
 //! (a real setup of that circuit, not the ceremony's: ~161 s for 2 KiB on 16 cores).
 
 use std::fs::{self, File};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use bellperson::groth16::{generate_random_parameters, Parameters};
+use bellperson::Circuit;
 use blstrs::Bls12;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::constants::DefaultPieceHasher;
@@ -27,7 +29,11 @@ use storage_proofs_porep::stacked::{
     StackedDrg, TOTAL_PARENTS,
 };
 
-use crate::{Error, Result};
+use wgpu_groth16::groth16::ProvingParameters;
+use wgpu_groth16::recorded::{default_recorded_dir, RecordedKey, RecordedSystem, Shape};
+
+use crate::job::{PartitionCircuits, ProofJob};
+use crate::{Error, Result, SealCommit};
 
 /// Seals a sector of `proof`'s size filled from `seed` in `dir` (which it fills with the
 /// sector's files) for `prover_id` and `sector_id`, and returns its C1 output.
@@ -347,4 +353,81 @@ fn api_vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
             "a tree of no registered sector size".into(),
         )),
     }
+}
+
+/// Random-point parameters of a seal proof's circuit ([`random_point_parameters`]) and how
+/// they were made.
+pub struct RandomPointParameters {
+    pub params: ProvingParameters,
+    /// The partition circuit's size.
+    pub shape: Shape,
+    /// Recording the blank circuit took this long.
+    pub recording: Duration,
+    /// Bytes of the recorded constraint matrices.
+    pub matrices_bytes: usize,
+    /// Where the recorded system was written for `c2` (none without a cache folder).
+    pub recorded_at: Option<PathBuf>,
+}
+
+/// Parameters of the shape of `proof`'s partition circuit with random points
+/// ([`ProvingParameters::random_for_shape`]): for benchmarks at production sizes, where a
+/// setup of the real circuit takes hours and more memory than a machine has. Their proofs
+/// do not verify. The blank circuit is recorded first; its system is written to the
+/// recorded cache under the key these parameters give it (`recorded_dir`, or the user's
+/// cache), so `c2` does not record it again, and let go before the points are made.
+pub fn random_point_parameters(
+    proof: RegisteredSealProof,
+    seed: u64,
+    recorded_dir: Option<&Path>,
+) -> Result<RandomPointParameters> {
+    struct Record;
+    impl PartitionCircuits for Record {
+        type Output = RecordedSystem;
+        fn run<C: Circuit<blstrs::Scalar> + Send>(
+            self,
+            mut circuits: Vec<C>,
+        ) -> Result<Self::Output> {
+            let circuit = circuits.pop().ok_or_else(|| {
+                Error::Unsupported("a seal proof without a partition circuit".into())
+            })?;
+            Ok(RecordedSystem::record(circuit)?)
+        }
+    }
+    // Any sector's job names the same circuit.
+    let (prover_id, sector_id) = ([0; 32], SectorId::from(0));
+    let commit = SealCommit::new(
+        benchmark_c1(proof, prover_id, sector_id, seed)?,
+        prover_id,
+        sector_id,
+    )?;
+    let start = Instant::now();
+    let system = commit.with_blank_circuit(Record)?;
+    let recording = start.elapsed();
+    let shape = system.shape();
+    let key = RecordedKey::new(
+        &commit.circuit_identity(),
+        &ProvingParameters::random_verifying_key(&shape, seed),
+    )?;
+    let recorded_at = recorded_dir
+        .map(Path::to_path_buf)
+        .or_else(default_recorded_dir)
+        .map(|dir| key.path_in(&dir));
+    if let Some(path) = &recorded_at {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|source| Error::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        system.write_to(path, &key)?;
+    }
+    let matrices_bytes = system.bytes();
+    drop(system);
+    Ok(RandomPointParameters {
+        params: ProvingParameters::random_for_shape(&shape, seed),
+        shape,
+        recording,
+        matrices_bytes,
+        recorded_at,
+    })
 }

@@ -14,8 +14,9 @@ use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use serde_json::json;
+use wgpu_groth16::groth16::params::CheckRecords;
 use wgpu_groth16::groth16::synthesis::{synthesize, ProvingAssignment};
-use wgpu_groth16::groth16::CancelToken;
+use wgpu_groth16::groth16::{CancelToken, ProvingParameters};
 use wgpu_groth16::recorded::{Origin, RecordedSystem, WitnessRun};
 use wgpu_groth16_cli::open_engine;
 use wgpu_groth16_cli::output::{stage, Output, OutputPlan};
@@ -26,7 +27,9 @@ use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::porep::seal_commit_phase2_reporting;
 use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
-use wgpu_groth16_filecoin::sealing::{benchmark_c1, generate_parameters, seal_random_sector};
+use wgpu_groth16_filecoin::sealing::{
+    benchmark_c1, generate_parameters, random_point_parameters, seal_random_sector,
+};
 use wgpu_groth16_filecoin::Error;
 use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
@@ -132,6 +135,12 @@ pub struct SetupArgs {
     /// replaces any other at its path (all proofs share it).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Random points of the circuit's shape instead of a setup, for benchmarks at
+    /// production sizes (`c2 --benchmark`): their proofs do not verify. The blank circuit's
+    /// recorded system goes to the user cache for `c2`, and the file is recorded as checked
+    /// (its points are made here, in their subgroups by construction).
+    #[arg(long)]
+    random_points: bool,
 }
 
 /// Writes the proof's `.params` and `.vk` where filecoin-proofs looks for them, both or
@@ -147,10 +156,28 @@ pub fn setup(args: &SetupArgs, json: bool) -> Result<(), C2Error> {
         .as_deref()
         .map(|path| plan.output("aggregation SRS", path));
     let mut files = plan.reserve()?;
-    let (params, took) = stage("generating parameters", || {
-        generate_parameters(args.proof, args.seed)
-    });
-    let params = params?;
+    let (made, took) = match args.random_points {
+        false => stage("generating parameters", || {
+            generate_parameters(args.proof, args.seed).map(|params| (params.into(), None))
+        }),
+        true => stage("recording the circuit, then random points", || {
+            random_point_parameters(args.proof, args.seed, None).map(|made| {
+                let how = format!(
+                    "random points of its shape ({} constraints, {} aux; recorded in {:.1} s, \
+                     {} MiB of matrices{})",
+                    made.shape.constraints,
+                    made.shape.aux,
+                    made.recording.as_secs_f64(),
+                    made.matrices_bytes >> 20,
+                    made.recorded_at
+                        .map(|p| format!(" written to {}", p.display()))
+                        .unwrap_or_default()
+                );
+                (made.params, Some(how))
+            })
+        }),
+    };
+    let (params, random_points): (ProvingParameters, _) = made?;
     files.write(params_file, |w| params.write(w))?;
     files.write(vk_file, |w| params.vk.write(w))?;
     if let Some(slot) = srs_file {
@@ -162,18 +189,25 @@ pub fn setup(args: &SetupArgs, json: bool) -> Result<(), C2Error> {
         files.write(slot, |mut w| srs.write(&mut w))?;
     }
     files.commit()?;
+    if random_points.is_some() {
+        ProvingParameters::record_made_here(&located.params, &CheckRecords::default_location())?;
+    }
     out.fact(
         "parameters",
         json!({
             "params": located.params.display().to_string(),
             "vk": located.vk.display().to_string(),
             "seconds": took.as_secs_f64(),
+            "random_points": random_points,
         }),
         format!(
-            "made the parameters of {:?} in {:.1} s (seed {}: not the ceremony's): {} and {}",
+            "made the parameters of {:?} in {:.1} s (seed {}: not the ceremony's{}): {} and {}",
             args.proof,
             took.as_secs_f64(),
             args.seed,
+            random_points
+                .map(|how| format!("; {how}: no proof of them verifies"))
+                .unwrap_or_default(),
             located.params.display(),
             located.vk.display()
         ),

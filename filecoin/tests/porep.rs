@@ -347,3 +347,30 @@ fn a_benchmark_c1_output_has_the_shape_of_a_sealed_one() {
         );
     }
 }
+
+/// Random-point parameters of the real circuit's shape: the blank circuit's system written
+/// under the key their verifying key gives (where `c2` finds it) and equal to the real
+/// circuit's, the parameters' counts that system's.
+#[test]
+fn random_point_parameters_come_with_the_circuits_recorded_system() {
+    use wgpu_groth16::recorded::{RecordedKey, RecordedSystem};
+    use wgpu_groth16_filecoin::sealing::random_point_parameters;
+
+    let commit = commit();
+    let dir = common::scratch().join("random-points");
+    let made = random_point_parameters(common::PROOF, 5, Some(&dir)).unwrap();
+    let key = RecordedKey::new(&commit.circuit_identity(), &made.params.vk).unwrap();
+    let path = made.recorded_at.as_ref().expect("written");
+    assert_eq!(*path, key.path_in(&dir));
+    let system = RecordedSystem::read_from(path, &key).expect("read with the parameters' key");
+    assert!(system == commit.with_circuits(Record).unwrap());
+    assert_eq!(made.shape, system.shape());
+    assert_eq!(made.matrices_bytes, system.bytes());
+    let params = &made.params;
+    assert_eq!(params.l.len(), made.shape.aux);
+    assert_eq!(params.vk.ic.len(), made.shape.inputs);
+    assert_eq!(
+        params.h.len(),
+        made.shape.constraints.next_power_of_two() - 1
+    );
+}

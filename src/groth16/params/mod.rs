@@ -43,7 +43,9 @@ use rayon::prelude::*;
 pub use records::{CheckRecords, Checked, PublishedDigests, PUBLISHED_DIGEST_BYTES};
 
 use file::{map_file, open_regular, Parts, Sections};
-use points::{combine, decode_all, decode_hashed, hash_in_order, FilePoint, G1_SIZE, G2_SIZE};
+use points::{
+    combine, decode_all, decode_hashed, hash_in_order, hash_section, FilePoint, G1_SIZE, G2_SIZE,
+};
 
 use super::circuits::SizeBounds;
 use crate::curve::{sample_bases, G1, G2};
@@ -246,25 +248,52 @@ impl ProvingParameters {
         let domain = shape.constraints.next_power_of_two();
         let b = shape.b_input_density + shape.b_aux_density;
         let g1 = |k: u64, n: usize| Arc::new(sample_bases::<G1>(seed * 16 + k, n));
-        let mut rng = ChaCha20Rng::seed_from_u64(seed);
-        let g1_point = |rng: &mut ChaCha20Rng| G1Affine::from(G1Projective::random(rng));
-        let g2_point = |rng: &mut ChaCha20Rng| G2Affine::from(G2Projective::random(rng));
         ProvingParameters {
-            vk: VerifyingKey::<Bls12> {
-                alpha_g1: g1_point(&mut rng),
-                beta_g1: g1_point(&mut rng),
-                beta_g2: g2_point(&mut rng),
-                gamma_g2: g2_point(&mut rng),
-                delta_g1: g1_point(&mut rng),
-                delta_g2: g2_point(&mut rng),
-                ic: sample_bases::<G1>(seed * 16 + 5, shape.inputs),
-            },
+            vk: Self::random_verifying_key(shape, seed),
             h: g1(0, domain - 1),
             l: g1(1, shape.aux),
             a: g1(2, shape.inputs + shape.a_aux_density),
             b_g1: g1(3, b),
             b_g2: Arc::new(sample_bases::<G2>(seed * 16 + 4, b)),
         }
+    }
+
+    /// The verifying key of [`random_for_shape`](Self::random_for_shape)`(shape, seed)`,
+    /// without its points: what keys a recorded system to those parameters before they are
+    /// made.
+    pub fn random_verifying_key(shape: &Shape, seed: u64) -> VerifyingKey<Bls12> {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let g1_point = |rng: &mut ChaCha20Rng| G1Affine::from(G1Projective::random(rng));
+        let g2_point = |rng: &mut ChaCha20Rng| G2Affine::from(G2Projective::random(rng));
+        VerifyingKey::<Bls12> {
+            alpha_g1: g1_point(&mut rng),
+            beta_g1: g1_point(&mut rng),
+            beta_g2: g2_point(&mut rng),
+            gamma_g2: g2_point(&mut rng),
+            delta_g1: g1_point(&mut rng),
+            delta_g2: g2_point(&mut rng),
+            ic: sample_bases::<G1>(seed * 16 + 5, shape.inputs),
+        }
+    }
+
+    /// Records the content of the parameter file at `path` as checked, without checking
+    /// it: for a file this process just wrote from points it made as multiples of points in
+    /// their subgroups ([`random_for_shape`](Self::random_for_shape)), so that its first
+    /// read skips the subgroup checks as any later read of checked content does (at 32 GiB
+    /// those checks take about half an hour of CPU). Vouching for a file read from
+    /// elsewhere this way would defeat the checks: don't.
+    pub fn record_made_here(path: &Path, records: &CheckRecords) -> Result<()> {
+        let map = map_file(path)?;
+        let sections = Sections::split(&map)?;
+        let digests = [
+            hash_section::<G1Affine>("h", sections.h),
+            hash_section::<G1Affine>("l", sections.l),
+            hash_section::<G1Affine>("a", sections.a),
+            hash_section::<G1Affine>("b_g1", sections.b_g1),
+            hash_section::<G2Affine>("b_g2", sections.b_g2),
+        ];
+        records.record(&combine(&digests));
+        Ok(())
     }
 
     /// The point counts of a `.params` file, from its six counts alone (neither mapped nor

@@ -127,6 +127,15 @@ pub(super) fn decode_hashed<P: FilePoint>(
     Ok((points, section_digest(section, count, &runs)))
 }
 
+/// The digest [`decode_hashed`] gives `bytes`, without decoding them.
+pub(super) fn hash_section<P: FilePoint>(section: &'static str, bytes: &[u8]) -> blake3::Hash {
+    let runs: Vec<blake3::Hash> = bytes
+        .par_chunks(HASHED_RUN * P::SIZE)
+        .map(blake3::hash)
+        .collect();
+    section_digest(section, bytes.len() / P::SIZE, &runs)
+}
+
 /// A section's digest from its runs' digests.
 fn section_digest(section: &str, count: usize, runs: &[blake3::Hash]) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
