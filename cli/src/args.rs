@@ -208,7 +208,8 @@ pub enum BenchCommand {
         log_n: Vec<u32>,
         /// The circuit's aux values: `half-bits` (half random bits, half full width) or
         /// `porep` (the real PoRep partition's mix: 51% zeros, 47% ones, under 2% full
-        /// width); a comma list runs each, each its own circuit and parameters.
+        /// width, a quarter of the aux in the B query); a comma list runs each, each its own
+        /// circuit and parameters.
         #[arg(long, value_delimiter = ',', default_value = "half-bits")]
         aux_mix: Vec<AuxMix>,
         /// Proofs per batch; a comma list runs several.

@@ -11,7 +11,7 @@ use std::ops::{Range, RangeInclusive};
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::{multipack, sha256::sha256};
-use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError};
+use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
@@ -294,8 +294,10 @@ pub enum AuxMix {
     #[default]
     HalfBits,
     /// The aux values of the real 2 KiB PoRep partition (filecoin-proofs, 2,685,673
-    /// values): 51.2% zeros, 47.2% ones, 1.6% full width. Here 59 of every 60 aux values
-    /// are bits, 48% of them ones: 51.1% zeros, 47.2% ones, 1.7% full width.
+    /// values): 51.2% zeros, 47.2% ones, 1.6% full width; and the real 32 GiB partition's
+    /// B query density, a quarter of its aux variables. Here 59 of every 60 aux values are
+    /// bits or copies of bits, 48% of the bits ones (51.1% zeros, 47.2% ones, 1.7% full
+    /// width), and about one in four aux variables is in the B query.
     Porep,
 }
 
@@ -309,12 +311,15 @@ impl AuxMix {
         }
     }
 
-    /// Whether a chain's step `t` (counted from the chain's first) grows its full-width
-    /// value; the other steps allocate two bits.
-    fn grows_value(self, t: usize) -> bool {
+    /// What a chain's step `t` (counted from the chain's first) allocates.
+    fn step(self, t: usize) -> ChainStep {
         match self {
-            AuxMix::HalfBits => true,
-            AuxMix::Porep => t % POREP_STEPS_PER_VALUE == POREP_STEPS_PER_VALUE - 1,
+            AuxMix::HalfBits => ChainStep::Grow,
+            AuxMix::Porep if t % POREP_STEPS_PER_VALUE == POREP_STEPS_PER_VALUE - 1 => {
+                ChainStep::Grow
+            }
+            AuxMix::Porep if t % 2 == 0 => ChainStep::BitAndCopy,
+            AuxMix::Porep => ChainStep::Copies,
         }
     }
 
@@ -331,6 +336,49 @@ impl AuxMix {
 
 /// `AuxMix::Porep`'s steps per full-width value: 60 aux values, one of them full width.
 const POREP_STEPS_PER_VALUE: usize = 30;
+
+/// One step of a [`FilecoinLike`] chain: two constraints, two aux variables.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ChainStep {
+    /// A bit, and the chain's full-width value grown by it.
+    Grow,
+    /// A bit, and a copy of it: `b * ONE = c` (the copy is in neither the B query nor,
+    /// until copied, the A query).
+    BitAndCopy,
+    /// Two copies of the chain's latest bit or copy.
+    Copies,
+}
+
+fn allocate_bit<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    name: String,
+    value: Option<Scalar>,
+) -> Result<Variable, SynthesisError> {
+    let bit = cs.alloc(|| name.clone(), || known(value))?;
+    cs.enforce(
+        || format!("{name} is a bit"),
+        |lc| lc + bit,
+        |lc| lc + CS::one() - bit,
+        |lc| lc,
+    );
+    Ok(bit)
+}
+
+fn allocate_copy<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    name: String,
+    of: Variable,
+    value: Option<Scalar>,
+) -> Result<Variable, SynthesisError> {
+    let copy = cs.alloc(|| name.clone(), || known(value))?;
+    cs.enforce(
+        || format!("{name} is a copy"),
+        |lc| lc + of,
+        |lc| lc + CS::one(),
+        |lc| lc + copy,
+    );
+    Ok(copy)
+}
 
 impl std::str::FromStr for AuxMix {
     type Err = String;
@@ -358,8 +406,9 @@ impl std::str::FromStr for AuxMix {
 /// (w + b) * (p_(j mod 4) + b) = w'   (the next full-width value; j counts every chain's steps)
 /// ```
 ///
-/// With [`AuxMix::Porep`] only one step in 30 grows w; the others are two bits,
-/// `b * (1 - b) = 0` each.
+/// With [`AuxMix::Porep`] only one step in 30 grows w; the others alternate between a bit
+/// and a copy of it (`b * ONE = c`) and two more copies, so that the B query holds about a
+/// quarter of the aux variables, as the real partition's does.
 ///
 /// Bits occur in the B query, the w's do not: the B aux density is about half, like the
 /// sparse B queries of real circuits. The chains read only the inputs, so the witness can
@@ -484,21 +533,21 @@ impl Circuit<Scalar> for FilecoinLike {
             let mut w_value = start_value.map(|p| p + offset);
             let mut w = LinearCombination::zero() + start + (offset, CS::one());
             let first = self.steps_before(chain);
+            // The chain's latest bit or copy of one, which copy steps copy.
+            let mut latest = None;
             for j in first..self.steps_before(chain + 1) {
-                let mut allocate_bit = |name: &str| {
-                    let value = rng.as_mut().map(|rng| self.mix.bit(rng));
-                    let bit = cs.alloc(|| format!("{name}{j}"), || known(value))?;
-                    cs.enforce(
-                        || format!("{name}{j} is a bit"),
-                        |lc| lc + bit,
-                        |lc| lc + CS::one() - bit,
-                        |lc| lc,
-                    );
-                    Ok::<_, SynthesisError>((bit, value))
-                };
-                let (bit, bit_value) = allocate_bit("b")?;
-                if !self.mix.grows_value(j - first) {
-                    allocate_bit("c")?;
+                let step = self.mix.step(j - first);
+                if let (ChainStep::Copies, Some((of, value))) = (step, latest) {
+                    let copy = allocate_copy(cs, format!("c{j}"), of, value)?;
+                    let copy = allocate_copy(cs, format!("d{j}"), copy, value)?;
+                    latest = Some((copy, value));
+                    continue;
+                }
+                let bit_value = rng.as_mut().map(|rng| self.mix.bit(rng));
+                let bit = allocate_bit(cs, format!("b{j}"), bit_value)?;
+                if step != ChainStep::Grow {
+                    let copy = allocate_copy(cs, format!("c{j}"), bit, bit_value)?;
+                    latest = Some((copy, bit_value));
                     continue;
                 }
                 let (p, p_value) = inputs[j % FILECOIN_LIKE_INPUTS];
