@@ -318,7 +318,7 @@ impl AuxMix {
             AuxMix::Porep if t % POREP_STEPS_PER_VALUE == POREP_STEPS_PER_VALUE - 1 => {
                 ChainStep::Grow
             }
-            AuxMix::Porep if t % 2 == 0 => ChainStep::BitAndCopy,
+            AuxMix::Porep if t.is_multiple_of(2) => ChainStep::BitAndCopy,
             AuxMix::Porep => ChainStep::Copies,
         }
     }
