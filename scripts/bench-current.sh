@@ -19,8 +19,9 @@
 #               peak VRAM from nvidia-smi samples inside its window
 #   real32      the real 32 GiB PoRep circuit: random-point parameters of its shape and its
 #               recorded system (`setup --random-points`, ~47 GB on disk), a benchmark-only
-#               C1 output (`seal --benchmark-only`), then `c2 --benchmark` twice, peak RSS
-#               and VRAM (~10 min est.; needs ~60 GiB of memory and ~60 GiB of disk)
+#               C1 output (`seal --benchmark-only`), then `c2 --benchmark` twice and three
+#               sectors back to back, peak RSS and VRAM (~12 min est.; ~60 GiB of memory and
+#               ~60 GiB of disk, est.)
 #   streamed    G1 MSMs of 2^27 with every base streamed, by chunk size and window count,
 #               beside resident runs cut alike; then two and four streamed MSMs together,
 #               and G2 at 2^26 (~10 min)
@@ -109,6 +110,9 @@ real32() {
         /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 --c1 "$c1" --miner-id 1000 \
             --sector-id 7 --benchmark --trace "$work/c2-32g-$run.trace.json"
     done
+    echo "three sectors back to back:"
+    /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 --c1 "$c1" --miner-id 1000 \
+        --sector-id 7 --benchmark --sectors 3 --trace "$work/c2-32g-three.trace.json"
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g.txt") MiB"
 }
 

@@ -19,6 +19,7 @@ use wgpu_groth16_cli::{memory, software_adapter_note, CliError, DeviceArgs};
 use wgpu_groth16_cli::{open_engine, VramArgs};
 use wgpu_groth16_filecoin::c1::{parse_prover_id, prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::error::sector_size_name;
+use wgpu_groth16_filecoin::job::{prove_back_to_back, JobProved};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
 use wgpu_groth16_filecoin::{Error, ProofJob, SealCommit};
@@ -51,6 +52,14 @@ pub struct C2Args {
     /// proof, which cannot verify, is neither given to verify_seal nor written.
     #[arg(long)]
     benchmark: bool,
+    /// With `--benchmark`: prove the C1 output this many times, as that many sectors back
+    /// to back through one prover (the next one's witnesses computed while the GPU proves
+    /// the one before), and report the time a sector.
+    #[arg(long, default_value_t = 1, requires = "benchmark", value_parser = clap::value_parser!(u32).range(1..=64))]
+    sectors: u32,
+    /// Sectors of `--sectors` in flight at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
+    in_flight: u32,
     /// Write a Chrome / Perfetto trace of every partition's stages to this file.
     #[arg(long)]
     trace: Option<PathBuf>,
@@ -227,9 +236,46 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
             },
         );
     let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
-    let (rs, ss) = (draw(), draw());
-    let (proofs, synthesis, _) =
-        commit.prove_partitions_reporting(&prover, recorded, &rs, &ss, &CancelToken::new())?;
+    let sectors = vec![commit.clone(); args.sectors as usize];
+    let randomness: Vec<_> = sectors.iter().map(|_| (draw(), draw())).collect();
+    let proved = prove_back_to_back(
+        &sectors,
+        &randomness,
+        &prover,
+        recorded,
+        args.in_flight as usize,
+        &CancelToken::new(),
+    )
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    if proved.len() > 1 {
+        let finished: Vec<f64> = proved.iter().map(|p| seconds(p.finished)).collect();
+        let total = finished.iter().cloned().fold(0.0, f64::max);
+        out.fact(
+            "back_to_back",
+            json!({ "sectors": proved.len(), "in_flight": args.in_flight, "finished": finished }),
+            format!(
+                "{} sectors back to back ({} in flight) in {total:.2} s: {:.2} s a sector; each \
+                 finished at {} s",
+                proved.len(),
+                args.in_flight,
+                total / proved.len() as f64,
+                finished
+                    .iter()
+                    .map(|s| format!("{s:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+    let Some(JobProved {
+        proofs, synthesis, ..
+    }) = proved.into_iter().next()
+    else {
+        return Err(C2Error::Filecoin(Error::Prover(
+            wgpu_groth16::Error::Internal("no sector proved".into()),
+        )));
+    };
     let synthesis = match (recorded_ready, synthesis) {
         (Some(first), SynthesisPath::Recorded { origin: None, .. }) => first,
         (_, synthesis) => synthesis,

@@ -6,7 +6,9 @@
 use std::fs;
 use std::io::Read;
 use std::path::Path;
-use std::sync::{mpsc, Arc};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bellperson::groth16::{create_proof_batch, Parameters, Proof};
 use bellperson::Circuit;
@@ -289,6 +291,75 @@ pub trait ProofJob {
         }
         self.with_circuits(Bellperson { params, rs, ss })
     }
+}
+
+/// One job of [`prove_back_to_back`]: its partitions' proofs, how they were synthesized,
+/// what each step took, and when the job finished (from the call).
+pub struct JobProved {
+    pub proofs: Vec<Proof<Bls12>>,
+    pub synthesis: SynthesisPath,
+    pub report: ProveReport,
+    pub finished: Duration,
+}
+
+/// `jobs` proved back to back through one prover, at most `in_flight` at once (at least
+/// one), in order of their index: while one job's partitions hold the GPU, the next one's
+/// witnesses are computed, as in a storage provider's queue of C2s. `randomness[k]` is job
+/// k's r and s per partition. Each job's result, in order (once `cancel` is cancelled, the
+/// jobs not finished end with [`wgpu_groth16::Error::Cancelled`]).
+pub fn prove_back_to_back<J: ProofJob + Sync>(
+    jobs: &[J],
+    randomness: &[(Vec<Scalar>, Vec<Scalar>)],
+    prover: &Prover,
+    recorded: Option<&RecordedCache>,
+    in_flight: usize,
+    cancel: &CancelToken,
+) -> Vec<Result<JobProved>> {
+    let start = Instant::now();
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<JobProved>>>> =
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let prove = |k: usize| -> Result<JobProved> {
+        let (rs, ss) = randomness.get(k).ok_or_else(|| {
+            Error::Prover(wgpu_groth16::Error::InvalidInput(format!(
+                "{} jobs, randomness for {}",
+                jobs.len(),
+                randomness.len()
+            )))
+        })?;
+        let (proofs, synthesis, report) =
+            jobs[k].prove_partitions_reporting(prover, recorded, rs, ss, cancel)?;
+        Ok(JobProved {
+            proofs,
+            synthesis,
+            report,
+            finished: start.elapsed(),
+        })
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..in_flight.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                if k >= jobs.len() {
+                    break;
+                }
+                let result = prove(k);
+                *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| {
+                    Err(Error::Prover(wgpu_groth16::Error::Internal(
+                        "a job ended without a result".into(),
+                    )))
+                })
+        })
+        .collect()
 }
 
 /// Proofs as filecoin-proofs writes them: concatenated, 192 bytes each.

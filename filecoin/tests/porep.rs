@@ -374,3 +374,33 @@ fn random_point_parameters_come_with_the_circuits_recorded_system() {
         made.shape.constraints.next_power_of_two() - 1
     );
 }
+
+/// Two sectors back to back through one prover, both in flight: the first's proof is the
+/// one bellperson makes with its r and s, the second's its own, in the order of the jobs.
+#[test]
+fn sectors_back_to_back_through_one_prover_equal_bellperson() {
+    use wgpu_groth16_filecoin::job::{proofs_to_bytes, prove_back_to_back};
+    use wgpu_groth16_filecoin::recorded::RecordedCache;
+
+    let commit = commit();
+    let (params, expected) = bellperson_reference();
+    let prover = common::cpu_prover(params);
+    let same = common::draw_rs_ss(&commit, SEED);
+    let other = common::draw_rs_ss(&commit, SEED + 1);
+    let sectors = [commit.clone(), commit];
+    let cache = RecordedCache::in_folder(common::scratch().join("matrices-back-to-back"));
+    let proved = prove_back_to_back(
+        &sectors,
+        &[same, other],
+        &prover,
+        Some(&cache),
+        2,
+        &CancelToken::new(),
+    );
+    let bytes: Vec<Vec<u8>> = proved
+        .into_iter()
+        .map(|p| proofs_to_bytes(&p.expect("proved").proofs).unwrap())
+        .collect();
+    assert!(bytes[0] == *expected);
+    assert!(bytes[1] != *expected, "the second sector's own r and s");
+}
