@@ -19,8 +19,9 @@
 #               peak VRAM from nvidia-smi samples inside its window
 #   real32      the real 32 GiB PoRep circuit: random-point parameters of its shape and its
 #               recorded system (`setup --random-points`, ~47 GB on disk), a benchmark-only
-#               C1 output (`seal --benchmark-only`), then `c2 --benchmark` twice and three
-#               sectors back to back, peak RSS and VRAM (~12 min est.; ~60 GiB of memory and
+#               C1 output (`seal --benchmark-only`), then `c2 --benchmark` with the file
+#               recorded as checked and with every point checked (on the GPU), and three
+#               sectors back to back; peak RSS and VRAM (~15 min est.; ~60 GiB of memory and
 #               ~60 GiB of disk, est.)
 #   streamed    G1 MSMs of 2^27 with every base streamed, by chunk size and window count,
 #               beside resident runs cut alike; then two and four streamed MSMs together,
@@ -105,10 +106,14 @@ real32() {
     wgf seal --proof StackedDrg32GiBV1_1 --miner-id 1000 --sector-id 7 --benchmark-only \
         --out "$c1"
     vram=$(sample_vram "$work/vram-32g.txt")
-    for run in first second; do
-        echo "c2 of the 32 GiB shape, $run process:"
-        /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 --c1 "$c1" --miner-id 1000 \
-            --sector-id 7 --benchmark --trace "$work/c2-32g-$run.trace.json"
+    # The file is recorded as made here: the first run reads it as checked before; the
+    # second, its record removed, checks every point (on the GPU) as a file from elsewhere.
+    for run in recorded unrecorded; do
+        [ "$run" = unrecorded ] && rm -rf "$WGPU_GROTH16_PARAMS_CACHE/checked-params"
+        echo "c2 of the 32 GiB shape, parameters $run:"
+        RUST_LOG=wgpu_groth16=info /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 \
+            --c1 "$c1" --miner-id 1000 --sector-id 7 --benchmark \
+            --trace "$work/c2-32g-$run.trace.json"
     done
     echo "three sectors back to back:"
     /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 --c1 "$c1" --miner-id 1000 \

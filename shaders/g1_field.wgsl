@@ -12,3 +12,4 @@ fn field_neg(a: Field) -> Field { return fq_neg(a); }
 fn field_double(a: Field) -> Field { return fq_double(a); }
 fn field_mul(a: Field, b: Field) -> Field { return fq_mul(a, b); }
 fn field_square(a: Field) -> Field { return fq_square(a); }
+fn field_frobenius(a: Field) -> Field { return a; }

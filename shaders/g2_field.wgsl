@@ -11,3 +11,4 @@ fn field_neg(a: Field) -> Field { return fq2_neg(a); }
 fn field_double(a: Field) -> Field { return fq2_double(a); }
 fn field_mul(a: Field, b: Field) -> Field { return fq2_mul(a, b); }
 fn field_square(a: Field) -> Field { return fq2_square(a); }
+fn field_frobenius(a: Field) -> Field { return fq2_conjugate(a); }

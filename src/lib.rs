@@ -8,7 +8,8 @@
 //! multi-scalar multiplication for G1 and G2 on them; [`ntt`] the transforms over Fr that the
 //! H polynomial needs, equal to bellperson's; [`recorded`] keeps a circuit's constraint
 //! system, recorded once, and runs witnesses against it; [`sparse`] multiplies its matrices
-//! with a witness on the GPU, which feeds the H step; [`groth16`] synthesizes bellperson circuits,
+//! with a witness on the GPU, which feeds the H step; [`subgroup`] checks that curve points lie
+//! in their prime-order subgroups; [`groth16`] synthesizes bellperson circuits,
 //! reads `.params` files and proves with them through one engine seam (GPU or CPU);
 //! [`timeline`] records what ran where, for traces; [`files`] writes files whole or not at
 //! all; [`host`] says what memory the machine has left. The command line is a crate of its
@@ -25,6 +26,7 @@ pub mod msm;
 pub mod ntt;
 pub mod recorded;
 pub mod sparse;
+pub mod subgroup;
 pub mod timeline;
 
 pub use error::{Error, Result};
@@ -44,5 +46,7 @@ pub fn programs() -> Vec<ProgramInfo> {
         ProgramInfo::of::<msm::program::MsmProgram<curve::G2>>(),
         ProgramInfo::of::<ntt::program::NttProgram>(),
         ProgramInfo::of::<sparse::program::SparseProgram>(),
+        ProgramInfo::of::<subgroup::program::SubgroupProgram<curve::G1>>(),
+        ProgramInfo::of::<subgroup::program::SubgroupProgram<curve::G2>>(),
     ]
 }

@@ -17,6 +17,7 @@ use storage_proofs_core::parameter_cache::{
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound};
 
+use wgpu_groth16::groth16::params::{CpuSubgroupCheck, SubgroupCheck};
 use wgpu_groth16::groth16::{
     CheckRecords, Checked, Prover, ProverEngine, ProvingParameters, PublishedDigests,
 };
@@ -170,10 +171,14 @@ impl ParamsFiles {
 
     /// Reads the proving parameters, every point checked, the subgroup checks once per
     /// content ([`CheckRecords::default_location`]) and not at all for the setup's own
-    /// files, known by the digests filecoin-proofs publishes ([`published_digests`]).
-    pub fn read_params(&self) -> wgpu_groth16::Result<(ProvingParameters, Checked)> {
+    /// files, known by the digests filecoin-proofs publishes ([`published_digests`]); where
+    /// they run, by `check`.
+    pub fn read_params(
+        &self,
+        check: &dyn SubgroupCheck,
+    ) -> wgpu_groth16::Result<(ProvingParameters, Checked)> {
         let records = CheckRecords::default_location().with_published(published_digests());
-        ProvingParameters::read_mmap_checked_once(&self.params, &records)
+        ProvingParameters::read_mmap_checked_once_with(&self.params, &records, check)
     }
 
     /// A prover on `engine` that starts at once while its parameters are read on a thread
@@ -184,7 +189,8 @@ impl ParamsFiles {
         &self,
         engine: Arc<ProverEngine>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
-        self.loading_prover(|load| Prover::loading(engine, load))
+        let check = subgroup_check(&engine);
+        self.loading_prover(check, |load| Prover::loading(engine, load))
     }
 
     /// [`prover`](Self::prover) whose plan waits for the recorded system's matrix bytes on
@@ -194,11 +200,13 @@ impl ParamsFiles {
         engine: Arc<ProverEngine>,
         matrices: mpsc::Receiver<u64>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
-        self.loading_prover(|load| Prover::loading_for(engine, matrices, load))
+        let check = subgroup_check(&engine);
+        self.loading_prover(check, |load| Prover::loading_for(engine, matrices, load))
     }
 
     fn loading_prover(
         &self,
+        check: Arc<dyn SubgroupCheck + Send>,
         loading: impl FnOnce(ParamsLoad) -> wgpu_groth16::Result<Prover>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
         self.check_present()?;
@@ -207,7 +215,7 @@ impl ParamsFiles {
         let told = ready.clone();
         let start = Instant::now();
         let prover = loading(Box::new(move || {
-            let (params, checked) = files.read_params()?;
+            let (params, checked) = files.read_params(check.as_ref())?;
             let _ = told.set(ParamsReady {
                 read: start.elapsed(),
                 checked,
@@ -228,6 +236,24 @@ impl ParamsFiles {
             | E::ParamsLoad(_) => self.wrong(&self.params, error.to_string()),
             other => Error::Prover(other),
         }
+    }
+}
+
+/// Where a prover on `engine` checks its parameters' points: its GPU's kernels where it has a
+/// GPU that is not a software adapter (and they compile), the CPU otherwise.
+fn subgroup_check(engine: &ProverEngine) -> Arc<dyn SubgroupCheck + Send> {
+    let on_gpu = engine.gpu_engine().and_then(|gpu| {
+        gpu.subgroup_check().unwrap_or_else(|e| {
+            log::warn!(
+                "the subgroup check does not compile on {} ({e}): checking on the CPU",
+                gpu.gpu().describe()
+            );
+            None
+        })
+    });
+    match on_gpu {
+        Some(check) => check,
+        None => Arc::new(CpuSubgroupCheck),
     }
 }
 

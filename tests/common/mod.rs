@@ -105,6 +105,26 @@ pub fn msm_kernels<C: wgpu_groth16::curve::GpuCurve>(
     }))
 }
 
+/// The subgroup check of curve `C` on the native adapter.
+pub fn subgroup_kernels<C: wgpu_groth16::subgroup::SubgroupCurve>(
+    wide: WideMul,
+) -> Option<&'static wgpu_groth16::subgroup::SubgroupKernels<C>> {
+    use wgpu_groth16::subgroup::SubgroupKernels;
+    let gpu = gpu_with_path(Target::Native, wide)?;
+    Some(built_once((Target::Native, wide, C::PROGRAM_NAME), || {
+        SubgroupKernels::<C>::new(gpu, wide).expect("subgroup kernels compile")
+    }))
+}
+
+/// Both curves' subgroup checks on the native adapter.
+pub fn subgroup_check(wide: WideMul) -> Option<&'static wgpu_groth16::subgroup::GpuSubgroupCheck> {
+    use wgpu_groth16::subgroup::GpuSubgroupCheck;
+    let gpu = gpu_with_path(Target::Native, wide)?;
+    Some(built_once((Target::Native, wide, "subgroup check"), || {
+        GpuSubgroupCheck::new(gpu, wide).expect("subgroup kernels compile")
+    }))
+}
+
 /// The NTT kernels of one path on the native adapter.
 pub fn ntt_kernels(wide: WideMul) -> Option<&'static wgpu_groth16::ntt::NttKernels> {
     use wgpu_groth16::ntt::NttKernels;

@@ -22,6 +22,7 @@ use crate::msm::{kept_bytes, MsmBases, MsmConfig, MsmKernels, MsmLimits, Residen
 use crate::ntt::{NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, ProductLayouts, ResidentMatrices, SparseKernels};
+use crate::subgroup::GpuSubgroupCheck;
 use crate::{Error, Result};
 
 /// The kernels of one device, compiled once.
@@ -33,6 +34,8 @@ pub struct GpuEngine {
     ntt: NttKernels,
     /// Compiled on first use: only proofs of recorded constraint systems need it.
     sparse: Mutex<Option<Arc<SparseKernels>>>,
+    /// Compiled on first use: only a parameter file's first read needs it.
+    subgroup: Mutex<Option<Arc<GpuSubgroupCheck>>>,
     /// Held by the worker whose proof is in its staging stage (uploads).
     staging: Mutex<()>,
     /// Held by the worker whose proof is in its compute stage (its kernels and results).
@@ -151,6 +154,7 @@ impl GpuEngine {
             g2: MsmKernels::new(&gpu, wide, msm)?.with_pool(pool.clone()),
             ntt: NttKernels::new(&gpu, wide)?.with_pool(pool.clone()),
             sparse: Mutex::new(None),
+            subgroup: Mutex::new(None),
             pool,
             gpu,
             staging: Mutex::new(()),
@@ -232,6 +236,22 @@ impl GpuEngine {
         let kernels = Arc::new(SparseKernels::new(&self.gpu, self.ntt.wide_mul())?);
         *sparse = Some(kernels.clone());
         Ok(kernels)
+    }
+
+    /// The subgroup checks of a parameter file's points on this device, or `None` on a
+    /// software adapter, where blst on the CPU is faster (lavapipe does ~10^7 field
+    /// multiplications a second; a point's check takes a few thousand).
+    pub fn subgroup_check(&self) -> Result<Option<Arc<GpuSubgroupCheck>>> {
+        if self.gpu.info.device_type == wgpu::DeviceType::Cpu {
+            return Ok(None);
+        }
+        let mut subgroup = self.subgroup.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(check) = &*subgroup {
+            return Ok(Some(check.clone()));
+        }
+        let check = Arc::new(GpuSubgroupCheck::new(&self.gpu, self.ntt.wide_mul())?);
+        *subgroup = Some(check.clone());
+        Ok(Some(check))
     }
 
     /// `system`'s matrices on the device for the products and query scalars of their witnesses,

@@ -151,6 +151,16 @@ impl ProvingParameters {
     /// checked: that digest is computed beside the decode, in order over private copies
     /// whose section digests must be those of the points decoded.
     pub fn read_mmap_checked_once(path: &Path, records: &CheckRecords) -> Result<(Self, Checked)> {
+        Self::read_mmap_checked_once_with(path, records, &CpuSubgroupCheck)
+    }
+
+    /// [`read_mmap_checked_once`](Self::read_mmap_checked_once), the subgroup checks (where
+    /// they run) by `check`.
+    pub fn read_mmap_checked_once_with(
+        path: &Path,
+        records: &CheckRecords,
+        check: &dyn SubgroupCheck,
+    ) -> Result<(Self, Checked)> {
         let start = Instant::now();
         let map = map_file(path)?;
         let sections = Sections::split(&map)?;
@@ -200,15 +210,19 @@ impl ProvingParameters {
                     if let Some(in_order) = in_order {
                         in_order.log(path, map.len(), false);
                     }
-                    params.check_subgroups()?;
+                    params.check_subgroups(check)?;
                     Checked::Now
                 }
             };
             records.record(&digest);
             Ok((params, how))
         })?;
+        let checked_on = match how {
+            Checked::Now => format!(" {}", check.describe()),
+            _ => String::new(),
+        };
         log::info!(
-            "read {} ({:.2} GiB, points checked {how:?}) in {:.2} s",
+            "read {} ({:.2} GiB, points checked {how:?}{checked_on}) in {:.2} s",
             path.display(),
             map.len() as f64 / (1u64 << 30) as f64,
             start.elapsed().as_secs_f64()
@@ -217,27 +231,27 @@ impl ProvingParameters {
     }
 
     /// Subgroup membership of every point of `h`, `l`, `a`, `b_g1` and `b_g2` (decoding
-    /// already put them on the curve), in parallel; the error names a bad point.
-    fn check_subgroups(&self) -> Result<()> {
-        fn check<P: FilePoint>(section: &'static str, points: &[P]) -> Result<()> {
-            match points
-                .par_iter()
-                .with_min_len(1024)
-                .position_any(|p| !p.on_curve_in_subgroup())
-            {
-                Some(index) => Err(Error::ParamsInvalidPoint {
-                    section,
-                    index,
-                    reason: "on the curve but not in the prime-order subgroup".into(),
-                }),
-                None => Ok(()),
+    /// already put them on the curve), by `check`; the error names a bad point.
+    fn check_subgroups(&self, check: &dyn SubgroupCheck) -> Result<()> {
+        let refused = |section: &'static str, index: usize| Error::ParamsInvalidPoint {
+            section,
+            index,
+            reason: "on the curve but not in the prime-order subgroup".into(),
+        };
+        for (section, points) in [
+            ("h", &self.h),
+            ("l", &self.l),
+            ("a", &self.a),
+            ("b_g1", &self.b_g1),
+        ] {
+            if let Some(index) = check.first_outside_g1(points)? {
+                return Err(refused(section, index));
             }
         }
-        check("h", &self.h)?;
-        check("l", &self.l)?;
-        check("a", &self.a)?;
-        check("b_g1", &self.b_g1)?;
-        check("b_g2", &self.b_g2)
+        match check.first_outside_g2(&self.b_g2)? {
+            Some(index) => Err(refused("b_g2", index)),
+            None => Ok(()),
+        }
     }
 
     /// Parameters of the right lengths for circuits of `shape`, with random points: not a
@@ -527,4 +541,39 @@ fn hash_published(map: &[u8], sections: &Sections<'_>, stop: &AtomicBool) -> Opt
         sections: in_order,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// What finds the points outside their prime-order subgroups when a parameter file's points
+/// are checked: the CPU ([`CpuSubgroupCheck`]) or a GPU's kernels
+/// ([`GpuSubgroupCheck`](crate::subgroup::GpuSubgroupCheck)). Points are on the curve.
+pub trait SubgroupCheck: Sync {
+    /// The index of the first point outside the subgroup, if any.
+    fn first_outside_g1(&self, points: &[G1Affine]) -> Result<Option<usize>>;
+    fn first_outside_g2(&self, points: &[G2Affine]) -> Result<Option<usize>>;
+    /// Where the checks run, for logs.
+    fn describe(&self) -> String;
+}
+
+/// blst's checks on every core.
+pub struct CpuSubgroupCheck;
+
+fn first_outside_on_cpu<P: FilePoint>(points: &[P]) -> Option<usize> {
+    points
+        .par_iter()
+        .with_min_len(1024)
+        .position_first(|p| !p.on_curve_in_subgroup())
+}
+
+impl SubgroupCheck for CpuSubgroupCheck {
+    fn first_outside_g1(&self, points: &[G1Affine]) -> Result<Option<usize>> {
+        Ok(first_outside_on_cpu(points))
+    }
+
+    fn first_outside_g2(&self, points: &[G2Affine]) -> Result<Option<usize>> {
+        Ok(first_outside_on_cpu(points))
+    }
+
+    fn describe(&self) -> String {
+        format!("on the CPU ({} threads)", rayon::current_num_threads())
+    }
 }

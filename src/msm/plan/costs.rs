@@ -52,7 +52,7 @@ impl PointCosts {
     }
 
     /// Iterations of one loop, one addition each, that stay under the cap.
-    pub(super) fn iterations_under_cap(&self) -> u32 {
+    pub fn iterations_under_cap(&self) -> u32 {
         self.loop_cap
             .map_or(u32::MAX, |cap| cap / (1 + self.addition_loop_trips))
     }

@@ -1,0 +1,87 @@
+// Prime-order subgroup membership of affine points (G1 or G2 through the Field prelude):
+// a point P on the curve is in the subgroup iff [k]P = -endo(P), where
+//
+//   G1: k = z^2, endo(x, y) = (beta x, y), beta a cube root of unity in Fq;
+//   G2: k = |z|, endo = psi(x, y) = (c0 conj(x), c1 conj(y)), the untwist-Frobenius-twist map,
+//
+// z = -0xd201000000010000 the curve's parameter (Scott, "A note on group membership tests
+// for G1, G2 and GT on BLS pairing-friendly curves", 2021). The host gives k and endo's two
+// coefficients (G1: beta and 1), so the same source serves both curves.
+//
+// One point a thread. [k]P runs by double-and-add from k's top bit, one xyzz_add call site
+// (doubling is its p == q case), in passes of at most `high - low` bits where a loop cap
+// bounds an invocation (llvmpipe): each pass keeps its sum in `sums` for the next, the first
+// starts from P, the last compares. A point that fails lowers `first_bad` to its index.
+
+struct SubgroupParams {
+    // Points in this dispatch.
+    count: u32,
+    // The bits of k this pass runs through: from bit `high` - 1 down to `low`. A pass with
+    // high == k_bits starts the sum at P (k's top bit); one with low == 0 compares.
+    high: u32,
+    low: u32,
+    k_bits: u32,
+    // k, least significant word first.
+    k0: u32,
+    k1: u32,
+    k2: u32,
+    k3: u32,
+}
+
+const NONE_BAD: u32 = 0xffffffffu;
+
+@group(0) @binding(0) var<uniform> params: SubgroupParams;
+@group(0) @binding(1) var<storage, read> points: array<Affine>;
+@group(0) @binding(2) var<storage, read_write> sums: array<Xyzz>;
+// endo's coefficients: [beta, 1] on G1, [c0, c1] on G2.
+@group(0) @binding(3) var<storage, read> endo: array<Field, 2>;
+@group(0) @binding(4) var<storage, read_write> first_bad: array<atomic<u32>, 1>;
+
+fn k_bit(i: u32) -> bool {
+    let words = array<u32, 4>(params.k0, params.k1, params.k2, params.k3);
+    return ((words[i / 32u] >> (i % 32u)) & 1u) == 1u;
+}
+
+@compute @workgroup_size(64)
+fn subgroup_check(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let index = thread_index(id, groups);
+    if (index >= params.count) { return; }
+    let p = points[index];
+    if (affine_is_identity(p)) {
+        // The identity is in every subgroup; its sum stays the identity.
+        sums[index] = xyzz_identity();
+        return;
+    }
+    let start = Xyzz(p.x, p.y, field_one(), field_one());
+    var sum = sums[index];
+    var bit = params.high;
+    if (params.high == params.k_bits) {
+        sum = start;
+        bit = params.k_bits - 1u;
+    }
+    // Bit `bit` (when above `low`) doubles, then adds P where it is set.
+    var add_next = false;
+    loop {
+        if (bit <= params.low && !add_next) { break; }
+        var q = sum;
+        if (add_next) { q = start; }
+        sum = xyzz_add(sum, q);
+        if (add_next) {
+            add_next = false;
+        } else {
+            bit = bit - 1u;
+            add_next = k_bit(bit);
+        }
+    }
+    if (params.low > 0u) {
+        sums[index] = sum;
+        return;
+    }
+    // [k]P = -endo(P): X = ex ZZ and Y = -ey ZZZ, for the affine (ex, ey) = endo(P).
+    let ex = field_mul(endo[0], field_frobenius(p.x));
+    let ey = field_mul(endo[1], field_frobenius(p.y));
+    let equal = !xyzz_is_identity(sum)
+        && field_is_zero(field_sub(sum.x, field_mul(ex, sum.zz)))
+        && field_is_zero(field_add(sum.y, field_mul(ey, sum.zzz)));
+    if (!equal) { atomicMin(&first_bad[0], index); }
+}

@@ -1,0 +1,200 @@
+//! Prime-order subgroup membership of curve points on the GPU (`shaders/subgroup.wgsl`): the
+//! check a parameter file's points need once, run where the points go anyway. A point P on
+//! the curve is in the subgroup iff [k]P = -endo(P): on G1 k = z^2 and endo(x, y) =
+//! (beta x, y); on G2 k = |z| and endo = psi (Scott 2021). blstrs' `is_torsion_free` is the
+//! reference the tests hold it to.
+
+pub mod program;
+
+use blstrs::{Fp, Fp2, G1Affine, G2Affine};
+use ff::Field;
+
+use crate::curve::{GpuCurve, G1, G2};
+use crate::error::{Error, Result};
+use crate::field::GpuField;
+use crate::gpu::{Compiled, GpuContext, WideMul};
+use crate::groth16::params::{CpuSubgroupCheck, SubgroupCheck};
+use crate::msm::plan::PointCosts;
+use program::{SubgroupEntry, SubgroupParams, SubgroupProgram};
+
+/// |z|, BLS12-381's parameter (z itself is negative).
+const Z: u64 = 0xd201000000010000;
+
+/// A curve's membership test: [k]P = -endo(P), endo(x, y) = (c0 frob(x), c1 frob(y)) with
+/// frob the identity on Fq and conjugation on Fq2 (`field_frobenius`).
+pub trait SubgroupCurve: GpuCurve {
+    const PROGRAM_NAME: &'static str;
+    /// k, and its bit length.
+    fn k() -> (u128, u32);
+    /// endo's coefficients.
+    fn endo() -> [Self::Base; 2];
+}
+
+/// p's little-endian u64 limbs, less one, divided by `d` (which must divide p - 1).
+fn p_minus_one_over(d: u64) -> [u64; 6] {
+    let bytes = (-Fp::ONE).to_bytes_le();
+    let mut out = [0u64; 6];
+    let mut rest: u128 = 0;
+    for i in (0..6).rev() {
+        let limb = u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        let current = (rest << 64) | u128::from(limb);
+        out[i] = (current / u128::from(d)) as u64;
+        rest = current % u128::from(d);
+    }
+    out
+}
+
+impl SubgroupCurve for G1 {
+    const PROGRAM_NAME: &'static str = "SubgroupG1";
+
+    fn k() -> (u128, u32) {
+        let k = u128::from(Z) * u128::from(Z);
+        (k, 128 - k.leading_zeros())
+    }
+
+    /// beta = 2^((p - 1) / 3): the cube root of unity for which φ(P) = -[z^2]P on G1.
+    fn endo() -> [Fp; 2] {
+        [Fp::from(2u64).pow_vartime(p_minus_one_over(3)), Fp::ONE]
+    }
+}
+
+impl SubgroupCurve for G2 {
+    const PROGRAM_NAME: &'static str = "SubgroupG2";
+
+    fn k() -> (u128, u32) {
+        (u128::from(Z), 64 - Z.leading_zeros())
+    }
+
+    /// psi's: 1 / (u + 1)^((p - 1) / 3) and 1 / (u + 1)^((p - 1) / 2).
+    fn endo() -> [Fp2; 2] {
+        let u_plus_one = Fp2::new(Fp::ONE, Fp::ONE);
+        [3, 2].map(|d| {
+            Option::from(u_plus_one.pow_vartime(p_minus_one_over(d)).invert())
+                .expect("u + 1 is not zero")
+        })
+    }
+}
+
+/// The subgroup check of curve `C` on one device, for one wide-multiply path.
+pub struct SubgroupKernels<C: SubgroupCurve> {
+    gpu: GpuContext,
+    program: Compiled<SubgroupProgram<C>>,
+    /// Bits of k a pass runs: all of them on GPUs, fewer under llvmpipe's loop cap.
+    bits_per_pass: u32,
+}
+
+/// Points a dispatch checks: its buffers (outside the VRAM budget's pool, while parameters
+/// load) stay under 150 MB on G2.
+const POINTS_PER_DISPATCH: usize = 1 << 18;
+
+impl<C: SubgroupCurve> SubgroupKernels<C> {
+    pub fn new(gpu: &GpuContext, wide: WideMul) -> Result<Self> {
+        let costs = PointCosts::new(
+            C::AFFINE_BYTES as u64,
+            C::XYZZ_BYTES as u64,
+            C::Base::mul_loop_trips(wide),
+        )
+        .with_loop_cap(gpu.loop_cap());
+        // Two additions a bit at most, and the comparison's three products after them.
+        let bits_per_pass = (costs.iterations_under_cap().saturating_sub(4) / 2).max(1);
+        Ok(SubgroupKernels {
+            gpu: gpu.clone(),
+            program: gpu.compile(wide)?,
+            bits_per_pass,
+        })
+    }
+
+    /// The index of the first of `points` outside the prime-order subgroup (they must be on
+    /// the curve, as decoding leaves them), or `None`; the identity is inside.
+    pub fn first_outside(&self, points: &[C::Affine]) -> Result<Option<usize>> {
+        let gpu = &self.gpu;
+        let (k, k_bits) = C::k();
+        let words = [0, 32, 64, 96].map(|shift| (k >> shift) as u32);
+        let endo = gpu.storage_buffer("subgroup endo", C::Base::as_bytes(&C::endo()))?;
+        for (chunk, part) in points.chunks(POINTS_PER_DISPATCH).enumerate() {
+            let bytes = C::affine_bytes(part);
+            gpu.check_binding_size(bytes.len() as u64)?;
+            let bases = gpu.storage_buffer("subgroup points", bytes)?;
+            let sums =
+                gpu.empty_storage_buffer("subgroup sums", (part.len() * C::XYZZ_BYTES) as u64)?;
+            let first_bad = gpu.storage_buffer("subgroup first bad", &u32::MAX.to_le_bytes())?;
+            let mut high = k_bits;
+            while high > 0 {
+                let low = high.saturating_sub(self.bits_per_pass);
+                let params = SubgroupParams {
+                    count: part.len() as u32,
+                    high,
+                    low,
+                    k_bits,
+                    k0: words[0],
+                    k1: words[1],
+                    k2: words[2],
+                    k3: words[3],
+                };
+                let params = gpu.uniform_buffer("subgroup params", bytemuck::bytes_of(&params));
+                gpu.dispatch(
+                    &self.program,
+                    SubgroupEntry,
+                    &[&params, &bases, &sums, &endo, &first_bad],
+                    part.len() as u64,
+                    1,
+                )?;
+                high = low;
+            }
+            let found = gpu.read_buffer(&first_bad)?;
+            let found = u32::from_le_bytes(found[..4].try_into().map_err(|_| {
+                Error::Internal("the subgroup check read back fewer than 4 bytes".into())
+            })?);
+            if found != u32::MAX {
+                return Ok(Some(chunk * POINTS_PER_DISPATCH + found as usize));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Both curves' checks on one device: a parameter file's points checked on its GPU
+/// ([`SubgroupCheck`]).
+pub struct GpuSubgroupCheck {
+    g1: SubgroupKernels<G1>,
+    g2: SubgroupKernels<G2>,
+}
+
+impl GpuSubgroupCheck {
+    pub fn new(gpu: &GpuContext, wide: WideMul) -> Result<Self> {
+        Ok(GpuSubgroupCheck {
+            g1: SubgroupKernels::new(gpu, wide)?,
+            g2: SubgroupKernels::new(gpu, wide)?,
+        })
+    }
+}
+
+/// The GPU's answer, or the CPU's where the GPU failed (a lost device): the check is never
+/// skipped for it.
+fn or_on_cpu(
+    on_gpu: Result<Option<usize>>,
+    on_cpu: impl FnOnce() -> Result<Option<usize>>,
+) -> Result<Option<usize>> {
+    on_gpu.or_else(|e| {
+        log::warn!("subgroup check on the GPU failed ({e}): checking on the CPU");
+        on_cpu()
+    })
+}
+
+impl SubgroupCheck for GpuSubgroupCheck {
+    fn first_outside_g1(&self, points: &[G1Affine]) -> Result<Option<usize>> {
+        or_on_cpu(self.g1.first_outside(points), || {
+            CpuSubgroupCheck.first_outside_g1(points)
+        })
+    }
+
+    fn first_outside_g2(&self, points: &[G2Affine]) -> Result<Option<usize>> {
+        or_on_cpu(self.g2.first_outside(points), || {
+            CpuSubgroupCheck.first_outside_g2(points)
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("on {}", self.g1.gpu.describe())
+    }
+}

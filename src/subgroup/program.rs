@@ -1,0 +1,80 @@
+//! `shaders/subgroup.wgsl` over G1 or G2.
+
+use std::marker::PhantomData;
+
+use super::SubgroupCurve;
+use crate::curve::CURVE_WGSL;
+use crate::field::wgsl;
+use crate::gpu::program::{concat, UniformLayout, DISPATCH_WGSL};
+use crate::gpu::{Binding, EntryPoint, Program, WideMul};
+use crate::uniform_layout;
+
+/// The subgroup check over curve `C`.
+pub struct SubgroupProgram<C>(PhantomData<C>);
+
+/// Its one entry point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SubgroupEntry;
+
+impl EntryPoint for SubgroupEntry {
+    const ALL: &'static [Self] = &[SubgroupEntry];
+
+    fn name(self) -> &'static str {
+        "subgroup_check"
+    }
+
+    fn workgroup_size(self) -> u32 {
+        64
+    }
+}
+
+/// Mirrors `SubgroupParams` in subgroup.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct SubgroupParams {
+    pub count: u32,
+    /// This pass runs k's bits `high` - 1 down to `low`.
+    pub high: u32,
+    pub low: u32,
+    pub k_bits: u32,
+    pub k0: u32,
+    pub k1: u32,
+    pub k2: u32,
+    pub k3: u32,
+}
+
+impl<C: SubgroupCurve> Program for SubgroupProgram<C> {
+    type Entry = SubgroupEntry;
+    const BINDINGS: &'static [Binding] = &[
+        Binding::Uniform,   // params
+        Binding::ReadOnly,  // points
+        Binding::ReadWrite, // sums
+        Binding::ReadOnly,  // endo
+        Binding::ReadWrite, // first_bad
+    ];
+    const UNIFORMS: &'static [(u32, UniformLayout)] = &[(
+        0,
+        uniform_layout!(SubgroupParams {
+            count,
+            high,
+            low,
+            k_bits,
+            k0,
+            k1,
+            k2,
+            k3,
+        }),
+    )];
+
+    fn name() -> &'static str {
+        C::PROGRAM_NAME
+    }
+
+    fn source(wide: WideMul) -> String {
+        let mut parts = vec![DISPATCH_WGSL];
+        parts.extend(wgsl::with_fq_and_fr(wide));
+        parts.extend(C::field_wgsl(wide));
+        parts.extend([CURVE_WGSL, include_str!("../../shaders/subgroup.wgsl")]);
+        concat(&parts)
+    }
+}
