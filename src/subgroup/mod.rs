@@ -9,7 +9,7 @@ pub mod program;
 use blstrs::{Fp, Fp2, G1Affine, G2Affine};
 use ff::Field;
 
-use crate::curve::{GpuCurve, G1, G2};
+use crate::curve::{sample_bases, GpuCurve, G1, G2};
 use crate::error::{Error, Result};
 use crate::field::GpuField;
 use crate::gpu::{Compiled, GpuContext, WideMul};
@@ -28,6 +28,10 @@ pub trait SubgroupCurve: GpuCurve {
     fn k() -> (u128, u32);
     /// endo's coefficients.
     fn endo() -> [Self::Base; 2];
+    /// A point on the curve outside the subgroup: the first x = 1, 2, ... with a square
+    /// x^3 + b (outside, as blst confirms: the cofactor leaves almost no point of the curve
+    /// inside).
+    fn outside_point() -> Self::Affine;
 }
 
 /// p's little-endian u64 limbs, less one, divided by `d` (which must divide p - 1).
@@ -56,6 +60,18 @@ impl SubgroupCurve for G1 {
     fn endo() -> [Fp; 2] {
         [Fp::from(2u64).pow_vartime(p_minus_one_over(3)), Fp::ONE]
     }
+
+    fn outside_point() -> G1Affine {
+        (1u64..)
+            .filter_map(|i| {
+                let x = Fp::from(i);
+                let y = Option::<Fp>::from((x.square() * x + Fp::from(4u64)).sqrt())?;
+                let point = G1Affine::from_raw_unchecked(x, y, false);
+                (!bool::from(point.is_torsion_free())).then_some(point)
+            })
+            .next()
+            .expect("the curve has points outside the subgroup")
+    }
 }
 
 impl SubgroupCurve for G2 {
@@ -72,6 +88,19 @@ impl SubgroupCurve for G2 {
             Option::from(u_plus_one.pow_vartime(p_minus_one_over(d)).invert())
                 .expect("u + 1 is not zero")
         })
+    }
+
+    fn outside_point() -> G2Affine {
+        let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
+        (1u64..)
+            .filter_map(|i| {
+                let x = Fp2::new(Fp::from(i), Fp::ONE);
+                let y = Option::<Fp2>::from((x.square() * x + b).sqrt())?;
+                let point = G2Affine::from_raw_unchecked(x, y, false);
+                (!bool::from(point.is_torsion_free())).then_some(point)
+            })
+            .next()
+            .expect("the curve has points outside the subgroup")
     }
 }
 
@@ -102,6 +131,23 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
             program: gpu.compile(wide)?,
             bits_per_pass,
         })
+    }
+
+    /// Known answers: points of the subgroup pass, and one on the curve outside it is found
+    /// among them.
+    fn self_test(&self) -> Result<()> {
+        let mut points = sample_bases::<C>(1, 64);
+        let clean = self.first_outside(&points)?;
+        points[17] = C::outside_point();
+        let found = self.first_outside(&points)?;
+        match (clean, found) {
+            (None, Some(17)) => Ok(()),
+            answers => Err(Error::Internal(format!(
+                "the GPU's {} subgroup check answered {answers:?} on known points, not \
+                 (None, Some(17))",
+                C::NAME
+            ))),
+        }
     }
 
     /// The index of the first of `points` outside the prime-order subgroup (they must be on
@@ -161,11 +207,16 @@ pub struct GpuSubgroupCheck {
 }
 
 impl GpuSubgroupCheck {
+    /// Compiles both curves' checks and tries them on known points: a driver that computes
+    /// them wrong is an error here, not a refused parameter file (or an accepted bad one).
     pub fn new(gpu: &GpuContext, wide: WideMul) -> Result<Self> {
-        Ok(GpuSubgroupCheck {
+        let check = GpuSubgroupCheck {
             g1: SubgroupKernels::new(gpu, wide)?,
             g2: SubgroupKernels::new(gpu, wide)?,
-        })
+        };
+        check.g1.self_test()?;
+        check.g2.self_test()?;
+        Ok(check)
     }
 }
 
