@@ -35,6 +35,15 @@ use wgpu_groth16::recorded::{default_recorded_dir, RecordedKey, RecordedSystem, 
 use crate::job::{PartitionCircuits, ProofJob};
 use crate::{Error, Result, SealCommit};
 
+/// 32 random bytes that are a field element below the modulus, as the chain's randomness
+/// (tickets, seeds) is.
+fn randomness(rng: &mut ChaCha20Rng) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    rng.fill_bytes(&mut bytes);
+    bytes[31] &= 0x3f;
+    bytes
+}
+
 /// Seals a sector of `proof`'s size filled from `seed` in `dir` (which it fills with the
 /// sector's files) for `prover_id` and `sector_id`, and returns its C1 output.
 pub fn seal_random_sector(
@@ -54,14 +63,7 @@ pub fn seal_random_sector(
     let piece_len = UnpaddedBytesAmount::from(PaddedBytesAmount(u64::from(proof.sector_size())));
     let mut data = vec![0u8; u64::from(piece_len) as usize];
     rng.fill_bytes(&mut data);
-    // Field elements below the modulus, as the chain's randomness is.
-    let mut randomness = || {
-        let mut bytes = [0u8; 32];
-        rng.fill_bytes(&mut bytes);
-        bytes[31] &= 0x3f;
-        bytes
-    };
-    let (ticket, challenge_seed) = (randomness(), randomness());
+    let (ticket, challenge_seed) = (randomness(&mut rng), randomness(&mut rng));
     let (staged, sealed) = (dir.join("staged"), dir.join("sealed"));
     let staged_file = File::create(&staged).map_err(io(&staged))?;
     let (piece, _) = seal::add_piece(proof, &data[..], staged_file, piece_len, &[])?;
@@ -128,7 +130,7 @@ pub const BENCHMARK_ONLY: &str = "random vanilla proofs of this seal proof's sha
 /// columns of every layer, labeling and encoding proofs with their parents) filled from
 /// `seed`, so that the stack's own circuit synthesizes a production-size partition from it.
 /// The commitments are random and the replica id is the one of `prover_id`, `sector_id`,
-/// the ticket and `comm_d`, so [`SealCommit`](crate::SealCommit) takes it; its vanilla proofs
+/// the ticket and `comm_d`, so [`SealCommit`] takes it; its vanilla proofs
 /// do not verify, and neither does a proof of them. A 32 GiB sector's takes seconds where
 /// sealing it takes hours and hundreds of GiB.
 pub fn benchmark_c1(
@@ -153,13 +155,7 @@ fn benchmark_c1_of<Tree: 'static + MerkleTreeTrait>(
     let config = proof.as_v1_config();
     let vanilla = public_params::<Tree>(&config)?;
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let mut randomness = || {
-        let mut bytes = [0u8; 32];
-        rng.fill_bytes(&mut bytes);
-        bytes[31] &= 0x3f;
-        bytes
-    };
-    let (ticket, challenge_seed) = (randomness(), randomness());
+    let (ticket, challenge_seed) = (randomness(&mut rng), randomness(&mut rng));
     let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0xc1);
     let comm_d = <DefaultPieceHasher as Hasher>::Domain::random(&mut rng);
     let comm_r = <Tree::Hasher as Hasher>::Domain::random(&mut rng);

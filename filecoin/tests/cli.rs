@@ -251,26 +251,33 @@ fn parameters_of_another_circuit_or_cut_short_are_refused_naming_the_file() {
     assert!(!out.exists());
 }
 
+/// `seal` of a 2 KiB sector for miner 1000, sector 7, its C1 output to `c1`.
+fn seal(c1: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "seal",
+        "--proof",
+        "StackedDrg2KiBV1_1",
+        "--miner-id",
+        "1000",
+        "--sector-id",
+        "7",
+        "--out",
+        c1.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    run(&mut cli(&args))
+}
+
 #[test]
 fn seal_writes_c1_outputs_that_c2_reads() {
     let dir = folder("seal");
     for (form, extra) in [("bare", &[][..]), ("curio", &["--curio"][..])] {
         let c1 = dir.join(format!("{form}.json"));
-        let mut args = vec![
-            "seal",
-            "--proof",
-            "StackedDrg2KiBV1_1",
-            "--miner-id",
-            "1000",
-            "--sector-id",
-            "7",
-            "--dir",
-        ];
         let sector_dir = dir.join(form);
-        args.push(sector_dir.to_str().unwrap());
-        args.extend(["--out", c1.to_str().unwrap()]);
-        args.extend(extra);
-        let output = run(&mut cli(&args));
+        let output = seal(
+            &c1,
+            &[&["--dir", sector_dir.to_str().unwrap()], extra].concat(),
+        );
         assert!(
             output.status.success(),
             "{}",
@@ -295,20 +302,7 @@ fn a_benchmark_only_c1_output_is_refused_unless_c2_is_told_it_is_a_benchmark() {
     let dir = folder("benchmark-only");
     for (form, extra) in [("bare", &[][..]), ("curio", &["--curio"][..])] {
         let c1 = dir.join(format!("{form}.json"));
-        let mut args = vec![
-            "seal",
-            "--proof",
-            "StackedDrg2KiBV1_1",
-            "--miner-id",
-            "1000",
-            "--sector-id",
-            "7",
-            "--benchmark-only",
-            "--out",
-            c1.to_str().unwrap(),
-        ];
-        args.extend(extra);
-        let output = run(&mut cli(&args));
+        let output = seal(&c1, &[&["--benchmark-only"], extra].concat());
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{stdout}");
         assert!(stdout.contains("benchmark-only"), "{stdout}");

@@ -13,7 +13,7 @@ use crate::gpu::GpuContext;
 /// B smaller), and reallocating gigabytes for each cost more than the MSM's sort.
 pub const WORKSPACES_KEPT: usize = 2;
 
-/// The most device bytes [`Workspaces`] keeps at once for MSMs of `plans` (of points of
+/// The most device bytes the MSM kernels keep in workspaces at once for MSMs of `plans` (of points of
 /// `xyzz` bytes in the buckets): at most [`WORKSPACES_KEPT`] workspaces, none of them one
 /// another could run in (a new workspace frees those that fit in it). Where every plan fits
 /// in the largest, as the chunked plans of one proof's G1 MSMs do, that is one workspace.

@@ -1,6 +1,6 @@
 //! Prime-order subgroup membership of curve points on the GPU (`shaders/subgroup.wgsl`): the
 //! check a parameter file's points need once, run where the points go anyway. A point P on
-//! the curve is in the subgroup iff [k]P = -endo(P): on G1 k = z^2 and endo(x, y) =
+//! the curve is in the subgroup iff \[k\]P = -endo(P): on G1 k = z^2 and endo(x, y) =
 //! (beta x, y); on G2 k = |z| and endo = psi (Scott 2021). blstrs' `is_torsion_free` is the
 //! reference the tests hold it to.
 
@@ -20,7 +20,7 @@ use program::{SubgroupEntry, SubgroupParams, SubgroupProgram};
 /// |z|, BLS12-381's parameter (z itself is negative).
 const Z: u64 = 0xd201000000010000;
 
-/// A curve's membership test: [k]P = -endo(P), endo(x, y) = (c0 frob(x), c1 frob(y)) with
+/// A curve's membership test: \[k\]P = -endo(P), endo(x, y) = (c0 frob(x), c1 frob(y)) with
 /// frob the identity on Fq and conjugation on Fq2 (`field_frobenius`).
 pub trait SubgroupCurve: GpuCurve {
     const PROGRAM_NAME: &'static str;
