@@ -70,3 +70,20 @@ pub fn sector_size_name(bytes: u64) -> String {
     }
     format!("{value} {}", UNITS[unit])
 }
+
+/// Runs filecoin-proofs' code on bytes from elsewhere. Some of it panics on malformed input
+/// (a Poseidon domain element above the modulus: filecoin-hashers' "from_repr failure"),
+/// which here is an error of that input (`what`), not a crash of the caller: a daemon keeps
+/// serving and answers the job.
+pub(crate) fn guarded<T>(what: &str, stack: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(stack)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        Err(Error::Vanilla(format!(
+            "{what} are malformed: filecoin-proofs panicked on them ({message})"
+        )))
+    })
+}

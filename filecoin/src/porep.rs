@@ -31,7 +31,7 @@ use storage_proofs_porep::stacked::{
 use wgpu_groth16::groth16::{CancelToken, ParamsShape, ProveReport, Prover};
 use wgpu_groth16::recorded::CircuitParts;
 
-use crate::error::sector_size_name;
+use crate::error::{guarded, sector_size_name};
 use crate::job::{
     compound_circuits, proofs_to_bytes, PartitionCircuits, PartitionWitnesses, ProofJob,
 };
@@ -78,7 +78,10 @@ impl SealCommit {
             prover_id,
             sector_id,
         };
-        with_tree!(commit.sector_size(), Tree => check_shape::<Tree>(&commit))?;
+        guarded(
+            "its vanilla proofs",
+            || with_tree!(commit.sector_size(), Tree => check_shape::<Tree>(&commit)),
+        )?;
         Ok(commit)
     }
 
@@ -114,7 +117,10 @@ impl SealCommit {
     /// Verifies the vanilla proofs against the output's commitments, as the chain's
     /// verifier would check the partitions' statements (milliseconds for 2 KiB).
     pub fn check_vanilla_proofs(&self) -> Result<()> {
-        with_tree!(self.sector_size(), Tree => check_vanilla::<Tree>(self))
+        guarded(
+            "its vanilla proofs",
+            || with_tree!(self.sector_size(), Tree => check_vanilla::<Tree>(self)),
+        )
     }
 
     /// Public inputs of each partition's statement (without the leading ONE).

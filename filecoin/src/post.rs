@@ -16,6 +16,7 @@ use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
 
+use crate::error::guarded;
 use crate::job::{compound_circuits, PartitionCircuits, ProofJob};
 use crate::params::ParamsFiles;
 use crate::{Error, Result};
@@ -90,7 +91,7 @@ impl PostJob {
             partition,
         };
         // Decodes and partitions (which verifies) the vanilla proofs once, up front.
-        job.with_circuits(Count)?;
+        guarded("the vanilla proofs", || job.with_circuits(Count))?;
         Ok(job)
     }
 
@@ -100,7 +101,7 @@ impl PostJob {
 }
 
 /// Counts circuits without proving them.
-struct Count;
+pub(crate) struct Count;
 impl PartitionCircuits for Count {
     type Output = usize;
     fn run<C: bellperson::Circuit<blstrs::Scalar> + Send>(self, circuits: Vec<C>) -> Result<usize> {

@@ -13,8 +13,10 @@ use storage_proofs_update::{
     PublicInputs, SetupParams,
 };
 
+use crate::error::guarded;
 use crate::job::{compound_circuits, PartitionCircuits, ProofJob};
 use crate::params::ParamsFiles;
+use crate::post::Count;
 use crate::{Error, Result};
 
 /// A sector update's proof to make.
@@ -50,6 +52,9 @@ impl UpdateJob {
                 job.partitions()
             )));
         }
+        // Decodes them and builds the partitions' circuits once, up front: malformed bytes
+        // fail here, not in the middle of a proof.
+        guarded("the vanilla partition proofs", || job.with_circuits(Count))?;
         Ok(job)
     }
 
