@@ -1,14 +1,14 @@
 //! Hostile bytes: the decoders of bytes from elsewhere answer every input with a value or an
 //! error, with no panic, no hang and no allocation out of proportion to the input. The
-//! decoders: C1 outputs (filecoin-proofs-api's JSON, Curio's base64 wrapper), PoSt and
-//! SnapDeals vanilla proofs (bincode) as their jobs read them, and parameter files (their
-//! counts, then every point). The inputs: seeded mutations of valid ones (bits flipped, cut
-//! short, bytes inserted, runs repeated, digits changed, 8-byte windows set to huge lengths)
-//! and hand-made
-//! ones (nesting 100,000 deep, a length of 2^60, truncated base64, 100 MB of junk).
+//! decoders: C1 outputs (filecoin-proofs-api's JSON, Curio's base64 wrapper) through the
+//! checks `c2` and the daemon run, PoSt and SnapDeals vanilla proofs (bincode) as their jobs
+//! read them, parameter files (their counts, then every point) and recorded constraint
+//! systems' files. The inputs: seeded mutations of valid ones (bits flipped, cut short,
+//! bytes inserted, runs repeated, digits changed, 8-byte windows set to huge lengths) and
+//! hand-made ones (nesting 100,000 deep, a length of 2^60, truncated base64, 100 MB of junk).
 //!
-//! A property test with arbitrary inputs, not a coverage-guided fuzzer (none in this stable
-//! toolchain). Its corpus is what it generates from fixed seeds: a failure prints the input's
+//! A property test with arbitrary inputs, not a coverage-guided fuzzer (cargo-fuzz is not
+//! available on the machines this was built on). Its corpus is what it generates from fixed seeds: a failure prints the input's
 //! target, mutant number and bytes' length, and writes the bytes to the scratch folder.
 //! `HOSTILE_INPUTS=N` runs N mutants a target instead of the CI-sized default.
 
@@ -268,6 +268,19 @@ fn hostile_bytes_get_an_answer_from_every_decoder() {
             )
         },
     ));
+
+    // A recorded constraint system's file (the matrices cache): cut short by a crash,
+    // altered on disk.
+    let circuit = wgpu_groth16::groth16::circuits::FilecoinLike::blank(6).unwrap();
+    let system = wgpu_groth16::recorded::RecordedSystem::record(circuit).unwrap();
+    let key = wgpu_groth16::recorded::RecordedKey::from_vk_bytes("hostile", b"vk");
+    let recorded = common::scratch().join("hostile.recorded");
+    system.write_to(&recorded, &key).unwrap();
+    let file = std::fs::read(&recorded).unwrap();
+    failures.extend(hostile("recorded", mutants(file, 6), |bytes: &[u8]| {
+        std::fs::write(&recorded, bytes).unwrap();
+        wgpu_groth16::recorded::RecordedSystem::read_from(&recorded, &key)
+    }));
 
     assert!(
         failures.is_empty(),
