@@ -743,6 +743,81 @@ fn bad_jobs_fail_alone() {
 /// What a comparing daemon proves `job` with (random-point parameters of its shape from
 /// `seed`, resident as `circuit_id`; r and s from `seed`), and bellperson's proof bytes of
 /// `job` with the same.
+/// Requests with random values in every field the daemon reads (kind, registered proof,
+/// sector size and number, priority, miner, partition, randomness, commitments, vanilla
+/// bytes: random, or a real C1 output with bits flipped) are each answered once, with an
+/// error saying what is wrong or a clear refusal of the call, and the daemon goes on serving.
+#[test]
+fn requests_with_random_fields_are_each_answered_once() {
+    use rand_core::RngCore;
+    let backend = Arc::new(FilecoinBackend::new(vec![Arc::new(ProverEngine::cpu())]));
+    let (runtime, mut client) = start(backend, 8);
+    let real_c1 = c2_payload();
+    runtime.block_on(async {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(43);
+        let mut bytes = |most: u32, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<u8> {
+            (0..rng.next_u32() % most)
+                .map(|_| rng.next_u32() as u8)
+                .collect()
+        };
+        let (mut failed, mut refused) = (0u64, 0);
+        for i in 0..200 {
+            let vanilla_proof = match i % 2 {
+                0 => bytes(4096, &mut rng),
+                _ => {
+                    let mut c1 = real_c1.clone();
+                    for _ in 0..1 + rng.next_u32() % 8 {
+                        let at = rng.next_u32() as usize % c1.len();
+                        c1[at] ^= 1 << (rng.next_u32() % 8);
+                    }
+                    c1
+                }
+            };
+            let request = SubmitProofRequest {
+                request_id: format!("random-{i}"),
+                proof_kind: (rng.next_u32() % 8) as i32 - 1,
+                sector_size: [0, 2048, 8 << 20, 32 << 30, rng.next_u64()][i % 5],
+                registered_proof: rng.next_u64() % 24,
+                priority: (rng.next_u32() % 6) as i32 - 1,
+                vanilla_proof,
+                vanilla_proofs: (0..rng.next_u32() % 3)
+                    .map(|_| bytes(2048, &mut rng))
+                    .collect(),
+                sector_number: rng.next_u64() % 100,
+                miner_id: rng.next_u64() % 5000,
+                randomness: bytes(40, &mut rng),
+                partition_index: rng.next_u32() % 4,
+                comm_r_old: bytes(40, &mut rng),
+                comm_r_new: bytes(40, &mut rng),
+                comm_d_new: bytes(40, &mut rng),
+            };
+            match client
+                .prove(ProveRequest {
+                    submit: Some(request),
+                })
+                .await
+            {
+                Ok(response) => {
+                    let result = response.into_inner().result.expect("a result");
+                    assert_eq!(result.status, Status::Failed as i32, "request {i}");
+                    assert!(!result.error_message.is_empty(), "request {i}");
+                    failed += 1;
+                }
+                Err(status) => {
+                    assert!(!status.message().is_empty(), "request {i}");
+                    refused += 1;
+                }
+            }
+        }
+        let status = get_status(&mut client).await;
+        assert_eq!(status.total_proofs_completed, 0);
+        assert_eq!(
+            status.total_proofs_failed, failed,
+            "{refused} refused at the call"
+        );
+    });
+}
+
 fn comparison_for(job: &impl ProofJob, circuit_id: &str, seed: u64) -> (Comparison, Vec<u8>) {
     let params = common::params_for(job, seed);
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
