@@ -755,7 +755,7 @@ fn requests_with_random_fields_are_each_answered_once() {
     let real_c1 = c2_payload();
     runtime.block_on(async {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(43);
-        let mut bytes = |most: u32, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<u8> {
+        let bytes = |most: u32, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<u8> {
             (0..rng.next_u32() % most)
                 .map(|_| rng.next_u32() as u8)
                 .collect()
