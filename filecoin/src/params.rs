@@ -17,10 +17,12 @@ use storage_proofs_core::parameter_cache::{
 use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound};
 
+use blstrs::{G1Affine, G2Affine};
 use wgpu_groth16::groth16::params::{CpuSubgroupCheck, SubgroupCheck};
 use wgpu_groth16::groth16::{
     CheckRecords, Checked, Prover, ProverEngine, ProvingParameters, PublishedDigests,
 };
+use wgpu_groth16::subgroup::GpuSubgroupCheck;
 
 use crate::error::sector_size_name;
 use crate::{Error, Result};
@@ -189,8 +191,9 @@ impl ParamsFiles {
         &self,
         engine: Arc<ProverEngine>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
-        let check = subgroup_check(&engine);
-        self.loading_prover(check, |load| Prover::loading(engine, load))
+        self.loading_prover(EngineCheck::new(&engine), |load| {
+            Prover::loading(engine, load)
+        })
     }
 
     /// [`prover`](Self::prover) whose plan waits for the recorded system's matrix bytes on
@@ -200,13 +203,14 @@ impl ParamsFiles {
         engine: Arc<ProverEngine>,
         matrices: mpsc::Receiver<u64>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
-        let check = subgroup_check(&engine);
-        self.loading_prover(check, |load| Prover::loading_for(engine, matrices, load))
+        self.loading_prover(EngineCheck::new(&engine), |load| {
+            Prover::loading_for(engine, matrices, load)
+        })
     }
 
     fn loading_prover(
         &self,
-        check: Arc<dyn SubgroupCheck + Send>,
+        check: Arc<EngineCheck>,
         loading: impl FnOnce(ParamsLoad) -> wgpu_groth16::Result<Prover>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
         self.check_present()?;
@@ -239,21 +243,52 @@ impl ParamsFiles {
     }
 }
 
-/// Where a prover on `engine` checks its parameters' points: its GPU's kernels where it has a
-/// GPU that is not a software adapter (and they compile), the CPU otherwise.
-fn subgroup_check(engine: &ProverEngine) -> Arc<dyn SubgroupCheck + Send> {
-    let on_gpu = engine.gpu_engine().and_then(|gpu| {
-        gpu.subgroup_check().unwrap_or_else(|e| {
-            log::warn!(
-                "the subgroup check does not compile on {} ({e}): checking on the CPU",
-                gpu.gpu().describe()
-            );
-            None
+/// Where a prover on an engine checks its parameters' points: its GPU's kernels, built when
+/// points first need checking (a file already recorded as checked needs none, and a fresh
+/// process then compiles nothing for it); the CPU where the engine has no GPU, a software
+/// one, or kernels that do not build.
+struct EngineCheck {
+    engine: Arc<ProverEngine>,
+    on_gpu: OnceLock<Option<Arc<GpuSubgroupCheck>>>,
+}
+
+impl EngineCheck {
+    fn new(engine: &Arc<ProverEngine>) -> Arc<Self> {
+        Arc::new(EngineCheck {
+            engine: engine.clone(),
+            on_gpu: OnceLock::new(),
         })
-    });
-    match on_gpu {
-        Some(check) => check,
-        None => Arc::new(CpuSubgroupCheck),
+    }
+
+    fn checker(&self) -> &dyn SubgroupCheck {
+        let on_gpu = self.on_gpu.get_or_init(|| {
+            let gpu = self.engine.gpu_engine()?;
+            gpu.subgroup_check().unwrap_or_else(|e| {
+                log::warn!(
+                    "the subgroup check does not build on {} ({e}): checking on the CPU",
+                    gpu.gpu().describe()
+                );
+                None
+            })
+        });
+        match on_gpu {
+            Some(check) => check.as_ref(),
+            None => &CpuSubgroupCheck,
+        }
+    }
+}
+
+impl SubgroupCheck for EngineCheck {
+    fn first_outside_g1(&self, points: &[G1Affine]) -> wgpu_groth16::Result<Option<usize>> {
+        self.checker().first_outside_g1(points)
+    }
+
+    fn first_outside_g2(&self, points: &[G2Affine]) -> wgpu_groth16::Result<Option<usize>> {
+        self.checker().first_outside_g2(points)
+    }
+
+    fn describe(&self) -> String {
+        self.checker().describe()
     }
 }
 
