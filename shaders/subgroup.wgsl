@@ -11,7 +11,8 @@
 // One point a thread. [k]P runs by double-and-add from k's top bit, one xyzz_add call site
 // (doubling is its p == q case), in passes of at most `high - low` bits where a loop cap
 // bounds an invocation (llvmpipe): each pass keeps its sum in `sums` for the next, the first
-// starts from P, the last compares. A point that fails lowers `first_bad` to its index.
+// starts from P, the last compares. A point that fails lowers `first_bad` to its index among
+// all the points checked, so the host reads it once, after every chunk.
 
 struct SubgroupParams {
     // Points in this dispatch.
@@ -26,6 +27,8 @@ struct SubgroupParams {
     k1: u32,
     k2: u32,
     k3: u32,
+    // The index, among all the points checked, of this dispatch's first.
+    first: u32,
 }
 
 const NONE_BAD: u32 = 0xffffffffu;
@@ -83,5 +86,5 @@ fn subgroup_check(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wor
     let equal = !xyzz_is_identity(sum)
         && field_is_zero(field_sub(sum.x, field_mul(ex, sum.zz)))
         && field_is_zero(field_add(sum.y, field_mul(ey, sum.zzz)));
-    if (!equal) { atomicMin(&first_bad[0], index); }
+    if (!equal) { atomicMin(&first_bad[0], params.first + index); }
 }

@@ -89,6 +89,13 @@ fn finds_the_points_outside<C: OffSubgroup>(wide: WideMul) {
     altered[40] = outside[1];
     assert_eq!(kernels.first_outside(&altered).unwrap(), Some(40));
     assert_eq!(kernels.first_outside(&[]).unwrap(), None);
+    // In chunks of 64 (the last short): a point in a later chunk is named by its index among
+    // all, and the first of several in different chunks wins.
+    let chunked = kernels.with_points_per_dispatch(64);
+    assert_eq!(chunked.first_outside(&points).unwrap(), None);
+    assert_eq!(chunked.first_outside(&altered).unwrap(), Some(40));
+    altered[40] = points[40];
+    assert_eq!(chunked.first_outside(&altered).unwrap(), Some(200));
 }
 
 #[test]

@@ -6,6 +6,8 @@
 
 pub mod program;
 
+use std::sync::Arc;
+
 use blstrs::{Fp, Fp2, G1Affine, G2Affine};
 use ff::Field;
 
@@ -107,13 +109,15 @@ impl SubgroupCurve for G2 {
 /// The subgroup check of curve `C` on one device, for one wide-multiply path.
 pub struct SubgroupKernels<C: SubgroupCurve> {
     gpu: GpuContext,
-    program: Compiled<SubgroupProgram<C>>,
+    program: Arc<Compiled<SubgroupProgram<C>>>,
     /// Bits of k a pass runs: all of them on GPUs, fewer under llvmpipe's loop cap.
     bits_per_pass: u32,
+    /// Points a chunk holds (its buffers are made once a call and reused).
+    points_per_dispatch: usize,
 }
 
-/// Points a dispatch checks: its buffers (outside the VRAM budget's pool, while parameters
-/// load) stay under 150 MB on G2.
+/// Points a chunk holds by default: its buffers (outside the VRAM budget's pool, while
+/// parameters load) stay under 150 MB on G2.
 const POINTS_PER_DISPATCH: usize = 1 << 18;
 
 impl<C: SubgroupCurve> SubgroupKernels<C> {
@@ -128,9 +132,21 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
         let bits_per_pass = (costs.iterations_under_cap().saturating_sub(4) / 2).max(1);
         Ok(SubgroupKernels {
             gpu: gpu.clone(),
-            program: gpu.compile(wide)?,
+            program: Arc::new(gpu.compile(wide)?),
             bits_per_pass,
+            points_per_dispatch: POINTS_PER_DISPATCH,
         })
+    }
+
+    /// The same kernels checking `points` a chunk (at least one): smaller chunks hold less
+    /// device memory.
+    pub fn with_points_per_dispatch(&self, points: usize) -> Self {
+        SubgroupKernels {
+            gpu: self.gpu.clone(),
+            program: self.program.clone(),
+            bits_per_pass: self.bits_per_pass,
+            points_per_dispatch: points.max(1),
+        }
     }
 
     /// Known answers: points of the subgroup pass, and one on the curve outside it is found
@@ -151,19 +167,30 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
     }
 
     /// The index of the first of `points` outside the prime-order subgroup (they must be on
-    /// the curve, as decoding leaves them), or `None`; the identity is inside.
+    /// the curve, as decoding leaves them), or `None`; the identity is inside. The points go
+    /// through two buffers of one chunk, reused, and the answer is read once, after the last.
     pub fn first_outside(&self, points: &[C::Affine]) -> Result<Option<usize>> {
+        if points.is_empty() {
+            return Ok(None);
+        }
+        let count = u32::try_from(points.len()).map_err(|_| {
+            Error::InvalidInput(format!(
+                "{} points to check: at most 2^32 - 1",
+                points.len()
+            ))
+        })?;
         let gpu = &self.gpu;
         let (k, k_bits) = C::k();
         let words = [0, 32, 64, 96].map(|shift| (k >> shift) as u32);
         let endo = gpu.storage_buffer("subgroup endo", C::Base::as_bytes(&C::endo()))?;
-        for (chunk, part) in points.chunks(POINTS_PER_DISPATCH).enumerate() {
-            let bytes = C::affine_bytes(part);
-            gpu.check_binding_size(bytes.len() as u64)?;
-            let bases = gpu.storage_buffer("subgroup points", bytes)?;
-            let sums =
-                gpu.empty_storage_buffer("subgroup sums", (part.len() * C::XYZZ_BYTES) as u64)?;
-            let first_bad = gpu.storage_buffer("subgroup first bad", &u32::MAX.to_le_bytes())?;
+        let chunk = points.len().min(self.points_per_dispatch);
+        let bases =
+            gpu.empty_storage_buffer("subgroup points", (chunk * C::AFFINE_BYTES) as u64)?;
+        let sums = gpu.empty_storage_buffer("subgroup sums", (chunk * C::XYZZ_BYTES) as u64)?;
+        let first_bad = gpu.storage_buffer("subgroup first bad", &u32::MAX.to_le_bytes())?;
+        for (k_chunk, part) in points.chunks(chunk).enumerate() {
+            // Queued after the previous chunk's passes, which read the buffer before it.
+            gpu.upload(&bases, 0, C::affine_bytes(part))?;
             let mut high = k_bits;
             while high > 0 {
                 let low = high.saturating_sub(self.bits_per_pass);
@@ -176,6 +203,7 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
                     k1: words[1],
                     k2: words[2],
                     k3: words[3],
+                    first: (k_chunk * chunk) as u32,
                 };
                 let params = gpu.uniform_buffer("subgroup params", bytemuck::bytes_of(&params));
                 gpu.dispatch(
@@ -187,15 +215,18 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
                 )?;
                 high = low;
             }
-            let found = gpu.read_buffer(&first_bad)?;
-            let found = u32::from_le_bytes(found[..4].try_into().map_err(|_| {
-                Error::Internal("the subgroup check read back fewer than 4 bytes".into())
-            })?);
-            if found != u32::MAX {
-                return Ok(Some(chunk * POINTS_PER_DISPATCH + found as usize));
-            }
         }
-        Ok(None)
+        let found = gpu.read_buffer(&first_bad)?;
+        let found = u32::from_le_bytes(found[..4].try_into().map_err(|_| {
+            Error::Internal("the subgroup check read back fewer than 4 bytes".into())
+        })?);
+        match found {
+            u32::MAX => Ok(None),
+            index if index < count => Ok(Some(index as usize)),
+            index => Err(Error::Internal(format!(
+                "the subgroup check named point {index} of {count}"
+            ))),
+        }
     }
 }
 

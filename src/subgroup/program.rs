@@ -41,6 +41,8 @@ pub struct SubgroupParams {
     pub k1: u32,
     pub k2: u32,
     pub k3: u32,
+    /// The index, among all the points checked, of this dispatch's first point.
+    pub first: u32,
 }
 
 impl<C: SubgroupCurve> Program for SubgroupProgram<C> {
@@ -63,6 +65,7 @@ impl<C: SubgroupCurve> Program for SubgroupProgram<C> {
             k1,
             k2,
             k3,
+            first,
         }),
     )];
 
