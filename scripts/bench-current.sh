@@ -22,7 +22,8 @@
 #               C1 output (`seal --benchmark-only`), then `c2 --benchmark` with the file
 #               recorded as checked and with every point checked (on the GPU), and three
 #               sectors back to back; peak RSS and VRAM (~15 min est.; ~60 GiB of memory and
-#               ~60 GiB of disk, est.)
+#               ~60 GiB of disk, est.); real32_setup, real32_c2 and real32_sectors
+#               are its three parts
 #   streamed    G1 MSMs of 2^27 with every base streamed, by chunk size and window count,
 #               beside resident runs cut alike; then two and four streamed MSMs together,
 #               and G2 at 2^26 (~10 min)
@@ -99,12 +100,25 @@ budgets() {
 }
 
 real32() {
-    local c1=$work/c1-32g.json vram
+    real32_setup
+    real32_c2
+    real32_sectors
+}
+
+# real32 in three parts, for device calls too short for all of it; each part needs the files
+# the one before left in $work.
+real32_setup() {
     mkdir -p "$FIL_PROOFS_PARAMETER_CACHE"
+    df -h "$work"
     /usr/bin/time -v "$bin/wgpu-groth16-filecoin" setup --proof StackedDrg32GiBV1_1 \
         --random-points --seed 1
     wgf seal --proof StackedDrg32GiBV1_1 --miner-id 1000 --sector-id 7 --benchmark-only \
-        --out "$c1"
+        --out "$work/c1-32g.json"
+    df -h "$work"
+}
+
+real32_c2() {
+    local vram
     vram=$(sample_vram "$work/vram-32g.txt")
     # The file is recorded as made here: the first run reads it as checked before; the
     # second, its record removed, checks every point (on the GPU) as a file from elsewhere.
@@ -112,13 +126,20 @@ real32() {
         [ "$run" = unrecorded ] && rm -rf "$WGPU_GROTH16_PARAMS_CACHE/checked-params"
         echo "c2 of the 32 GiB shape, parameters $run:"
         RUST_LOG=wgpu_groth16=info /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 \
-            --c1 "$c1" --miner-id 1000 --sector-id 7 --benchmark \
+            --c1 "$work/c1-32g.json" --miner-id 1000 --sector-id 7 --benchmark \
             --trace "$work/c2-32g-$run.trace.json"
     done
-    echo "three sectors back to back:"
-    /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 --c1 "$c1" --miner-id 1000 \
-        --sector-id 7 --benchmark --sectors 3 --trace "$work/c2-32g-three.trace.json"
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g.txt") MiB"
+}
+
+real32_sectors() {
+    local vram
+    vram=$(sample_vram "$work/vram-32g-three.txt")
+    echo "three sectors back to back:"
+    /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 --c1 "$work/c1-32g.json" \
+        --miner-id 1000 --sector-id 7 --benchmark --sectors 3 \
+        --trace "$work/c2-32g-three.trace.json"
+    [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g-three.txt") MiB"
 }
 
 streamed() {

@@ -117,7 +117,7 @@ pub enum Error {
         found: String,
     },
 
-    /// A parameters file could not be opened or mapped.
+    /// A parameters file could not be opened or read.
     #[error("cannot read parameters file {path}: {source}")]
     ParamsIo {
         path: String,

@@ -201,7 +201,7 @@ impl Drop for TempFile {
 }
 
 fn read_file(bytes: &[u8], check: PointCheck) -> Result<ProvingParameters> {
-    ProvingParameters::read_mmap(TempFile::new(bytes).path(), check)
+    ProvingParameters::read(TempFile::new(bytes).path(), check)
 }
 
 fn assert_equal(ours: &ProvingParameters, theirs: &Parameters<Bls12>) {
@@ -300,11 +300,11 @@ fn identity(size: usize) -> Vec<u8> {
 }
 
 #[test]
-fn read_mmap_equals_bellperson_read_in_both_modes() {
+fn read_equals_bellperson_read_in_both_modes() {
     let (params, bytes) = fixture();
     let file = TempFile::new(bytes);
     for mode in MODES {
-        let ours = ProvingParameters::read_mmap(file.path(), mode).unwrap();
+        let ours = ProvingParameters::read(file.path(), mode).unwrap();
         assert_equal(&ours, &Parameters::read(&bytes[..], checked(mode)).unwrap());
         assert_equal(&ours, params);
         assert!(!ours.b_g2.is_empty(), "the fixture exercises every section");
@@ -374,7 +374,7 @@ fn truncation_at_every_offset_names_the_part_that_is_cut() {
 }
 
 #[test]
-fn read_mmap_reports_truncated_files_including_empty_ones() {
+fn read_reports_truncated_files_including_empty_ones() {
     let (params, bytes) = fixture();
     // Inside the vk, inside each count, inside the first point of each section, and empty.
     let mut cuts = vec![0, 50, 500];
@@ -387,7 +387,7 @@ fn read_mmap_reports_truncated_files_including_empty_ones() {
     }
     for cut in cuts {
         let file = TempFile::new(&bytes[..cut]);
-        let err = ProvingParameters::read_mmap(file.path(), PointCheck::Unchecked).unwrap_err();
+        let err = ProvingParameters::read(file.path(), PointCheck::Unchecked).unwrap_err();
         assert!(
             matches!(err, Error::ParamsTruncated { available, .. } if available == cut as u64),
             "cut at {cut}: {err}"
@@ -403,7 +403,7 @@ fn huge_count_is_refused_before_allocating() {
         let size = if part.section == "b_g2" { G2 } else { G1 };
         let file = TempFile::new(&corrupt);
         LARGEST.with(|m| m.set(0));
-        let result = ProvingParameters::read_mmap(file.path(), PointCheck::Unchecked);
+        let result = ProvingParameters::read(file.path(), PointCheck::Unchecked);
         let largest = LARGEST.with(Cell::get);
         match result {
             Err(Error::ParamsTruncated {
@@ -544,7 +544,7 @@ fn every_corrupted_point_gets_bellpersons_verdict_and_names_its_place() {
 #[test]
 fn missing_file_is_an_io_error_naming_the_path() {
     let path = std::env::temp_dir().join("wgpu-groth16-no-such-dir/missing.params");
-    let err = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap_err();
+    let err = ProvingParameters::read(&path, PointCheck::Checked).unwrap_err();
     assert!(matches!(err, Error::ParamsIo { .. }), "{err:?}");
     assert!(
         err.to_string().contains(&path.display().to_string()),
@@ -580,7 +580,7 @@ fn check_fits_names_the_section_that_differs() {
 }
 
 #[test]
-fn read_shape_counts_the_points_without_decoding_and_refuses_what_read_mmap_refuses() {
+fn read_shape_counts_the_points_without_decoding_and_refuses_what_read_refuses() {
     let (params, bytes) = fixture();
     let file = TempFile::new(bytes);
     let shape = ProvingParameters::read_shape(file.path()).unwrap();
@@ -607,8 +607,8 @@ fn read_shape_counts_the_points_without_decoding_and_refuses_what_read_mmap_refu
     for corrupt in [truncated, trailing] {
         let file = TempFile::new(&corrupt);
         let ours = ProvingParameters::read_shape(file.path()).unwrap_err();
-        let mapped = ProvingParameters::read_mmap(file.path(), PointCheck::Unchecked).unwrap_err();
-        assert_eq!(ours.to_string(), mapped.to_string());
+        let read = ProvingParameters::read(file.path(), PointCheck::Unchecked).unwrap_err();
+        assert_eq!(ours.to_string(), read.to_string());
     }
 }
 
@@ -625,9 +625,9 @@ fn a_directory_or_fifo_is_refused_as_parameters_without_waiting_for_a_writer() {
         .unwrap();
     assert!(made.success());
     for (path, kind) in [(&dir, "a directory"), (&fifo, "a FIFO")] {
-        let mapped = ProvingParameters::read_mmap(path, PointCheck::Checked).unwrap_err();
+        let read = ProvingParameters::read(path, PointCheck::Checked).unwrap_err();
         let shape = ProvingParameters::read_shape(path).unwrap_err();
-        for err in [mapped, shape] {
+        for err in [read, shape] {
             assert!(matches!(err, Error::ParamsIo { .. }), "{err:?}");
             assert!(
                 err.to_string()
@@ -672,7 +672,7 @@ fn check_admits_names_the_section_a_circuits_bounds_exclude() {
 }
 
 fn read_checked_once(bytes: &[u8], records: &CheckRecords) -> Result<(ProvingParameters, Checked)> {
-    ProvingParameters::read_mmap_checked_once(TempFile::new(bytes).path(), records)
+    ProvingParameters::read_checked_once(TempFile::new(bytes).path(), records)
 }
 
 fn records_folder(name: &str) -> PathBuf {
@@ -740,7 +740,7 @@ fn a_file_recorded_as_made_here_is_read_as_checked_before_until_it_changes() {
     let records = CheckRecords::in_folder(dir.clone());
     let file = TempFile::new(bytes);
     ProvingParameters::record_made_here(file.path(), &records).unwrap();
-    let (read, how) = ProvingParameters::read_mmap_checked_once(file.path(), &records).unwrap();
+    let (read, how) = ProvingParameters::read_checked_once(file.path(), &records).unwrap();
     assert_equal(&read, params);
     assert_eq!(how, Checked::Before);
     let altered = replace(bytes, record_of("b_g2", 1).start, &g2_outside_subgroup());
@@ -775,17 +775,17 @@ fn a_published_file_is_not_checked_and_another_digest_is() {
     let file = TempFile::new(bytes);
     let trusted = CheckRecords::in_folder(dir.clone())
         .with_published(published(file.path(), published_digest(bytes)));
-    let (read, how) = ProvingParameters::read_mmap_checked_once(file.path(), &trusted).unwrap();
+    let (read, how) = ProvingParameters::read_checked_once(file.path(), &trusted).unwrap();
     assert_equal(&read, params);
     assert_eq!(how, Checked::Published);
-    let (_, how) = ProvingParameters::read_mmap_checked_once(file.path(), &trusted).unwrap();
+    let (_, how) = ProvingParameters::read_checked_once(file.path(), &trusted).unwrap();
     assert_eq!(how, Checked::Before);
 
     let file = TempFile::new(&altered);
     // No records from here on: a read that skips the checks records the content as checked.
     let vouched =
         CheckRecords::none().with_published(published(file.path(), published_digest(&altered)));
-    let (_, how) = ProvingParameters::read_mmap_checked_once(file.path(), &vouched).unwrap();
+    let (_, how) = ProvingParameters::read_checked_once(file.path(), &vouched).unwrap();
     assert_eq!(
         how,
         Checked::Published,
@@ -795,7 +795,7 @@ fn a_published_file_is_not_checked_and_another_digest_is() {
     let file = TempFile::new(&altered);
     let other =
         CheckRecords::none().with_published(published(file.path(), published_digest(bytes)));
-    let result = ProvingParameters::read_mmap_checked_once(file.path(), &other).map(|(p, _)| p);
+    let result = ProvingParameters::read_checked_once(file.path(), &other).map(|(p, _)| p);
     let reason = assert_invalid_point(result, "l", 1);
     assert!(reason.contains("subgroup"), "{reason}");
     std::fs::remove_dir_all(dir).unwrap();

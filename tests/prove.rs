@@ -207,7 +207,7 @@ fn bad_parameter_files_give_their_errors() {
         std::env::temp_dir().join(format!("wgpu-groth16-prove-{}.params", std::process::id()));
 
     std::fs::write(&path, &file[..file.len() - 10]).unwrap();
-    let err = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap_err();
+    let err = ProvingParameters::read(&path, PointCheck::Checked).unwrap_err();
     assert!(
         matches!(
             err,
@@ -228,7 +228,7 @@ fn bad_parameter_files_give_their_errors() {
     let mut bad = file.clone();
     bad[l_start + 95] ^= 1;
     std::fs::write(&path, &bad).unwrap();
-    let err = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap_err();
+    let err = ProvingParameters::read(&path, PointCheck::Checked).unwrap_err();
     assert!(
         matches!(
             err,
@@ -243,7 +243,7 @@ fn bad_parameter_files_give_their_errors() {
 
     // Good file: proves.
     std::fs::write(&path, &file).unwrap();
-    let read = ProvingParameters::read_mmap(&path, PointCheck::Checked).unwrap();
+    let read = ProvingParameters::read(&path, PointCheck::Checked).unwrap();
     std::fs::remove_file(&path).unwrap();
     let circuit = SingleConstraint::new(Scalar::from(2u64), Scalar::from(9u64));
     let prover = Prover::with_engine(read, Arc::new(ProverEngine::cpu())).unwrap();

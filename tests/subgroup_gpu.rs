@@ -148,7 +148,7 @@ fn parameter_files_are_refused_naming_the_point(wide: WideMul) {
         path
     };
     let read = |path: &std::path::Path, check: &dyn SubgroupCheck| {
-        ProvingParameters::read_mmap_checked_once_with(path, &CheckRecords::none(), check)
+        ProvingParameters::read_checked_once_with(path, &CheckRecords::none(), check)
     };
     let (read_back, how) = read(&write(&params, "whole.params"), on_gpu).unwrap();
     assert_eq!(how, Checked::Now);

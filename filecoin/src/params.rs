@@ -180,7 +180,7 @@ impl ParamsFiles {
         check: &dyn SubgroupCheck,
     ) -> wgpu_groth16::Result<(ProvingParameters, Checked)> {
         let records = CheckRecords::default_location().with_published(published_digests());
-        ProvingParameters::read_mmap_checked_once_with(&self.params, &records, check)
+        ProvingParameters::read_checked_once_with(&self.params, &records, check)
     }
 
     /// A prover on `engine` that starts at once while its parameters are read on a thread

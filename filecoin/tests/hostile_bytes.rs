@@ -261,7 +261,7 @@ fn hostile_bytes_get_an_answer_from_every_decoder() {
         |bytes: &[u8]| {
             std::fs::write(&path, bytes).unwrap();
             ProvingParameters::read_shape(&path)?;
-            ProvingParameters::read_mmap_checked_once_with(
+            ProvingParameters::read_checked_once_with(
                 &path,
                 &CheckRecords::none(),
                 &CpuSubgroupCheck,

@@ -149,7 +149,7 @@ pub fn run(
         PointCheck::Checked
     };
     let (params, read_time) = stage("reading the parameters", || {
-        ProvingParameters::read_mmap(&options.params, check)
+        ProvingParameters::read(&options.params, check)
     });
     let params = params?;
     let inputs = public_inputs(circuit.clone())?;

@@ -249,7 +249,7 @@ pub fn cached(circuit: &CircuitArgs) -> CliResult<(ProvingParameters, String)> {
     if path.exists() {
         // Our own file, written whole: the subgroup checks are most of a checked read.
         let (params, time) = stage("reading cached parameters", || {
-            ProvingParameters::read_mmap(&path, PointCheck::Unchecked)
+            ProvingParameters::read(&path, PointCheck::Unchecked)
         });
         match params {
             Ok(params) => {

@@ -1,38 +1,123 @@
-//! The layout of a `.params` file: mapped or opened as a regular file only, cut into its
-//! sections with every count checked against the file's length before anything is
+//! The layout of a `.params` file: opened as a regular file only and read by offset, never
+//! mapped (a file truncated or rewritten while it is read is an error, not a SIGBUS), cut
+//! into its sections with every count checked against the file's length before anything is
 //! allocated.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bellperson::groth16::VerifyingKey;
 use blstrs::Bls12;
-use memmap2::Mmap;
 
 use super::points::{decode_all, decode_point, FilePoint, G1_SIZE, G2_SIZE};
 use super::{ParamsShape, PointCheck};
 use crate::error::{Error, Result};
 use crate::files::file_kind;
 
-/// Maps a parameters file.
-pub(super) fn map_file(path: &Path) -> Result<Mmap> {
-    let io_error = |source| Error::ParamsIo {
-        path: path.display().to_string(),
-        source,
-    };
-    let file = open_regular(path).map_err(io_error)?;
-    // SAFETY: the map is read-only and its users drop it before they return. Another process
-    // truncating or rewriting the file meanwhile would break the slice's contract; that is
-    // the caveat of every mmap reader (bellperson's included) and parameter files are
-    // written once.
-    unsafe { Mmap::map(&file) }.map_err(io_error)
+/// Where a `.params` file's bytes come from: the file itself ([`ParamsFile`]) or bytes in
+/// memory.
+pub(super) trait Source: Sync {
+    /// The length the file had when it was opened.
+    fn len(&self) -> u64;
+    /// Fills `buf` with the bytes at `offset` (inside `len`).
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
 }
 
-/// Opens a parameters file, which must be a regular file (it is mapped): anything else is
-/// refused before it is read, and a FIFO is opened without waiting for a writer.
-pub(super) fn open_regular(path: &Path) -> io::Result<File> {
+impl Source for [u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        // Offsets come from `Parts`, inside the length.
+        let at = offset as usize;
+        buf.copy_from_slice(&self[at..at + buf.len()]);
+        Ok(())
+    }
+}
+
+/// An open parameters file, read by offset from any thread.
+pub(super) struct ParamsFile {
+    file: File,
+    len: u64,
+    path: PathBuf,
+}
+
+impl ParamsFile {
+    pub(super) fn open(path: &Path) -> Result<Self> {
+        let file = open_regular(path).map_err(|source| Error::ParamsIo {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let len = file
+            .metadata()
+            .map_err(|source| Error::ParamsIo {
+                path: path.display().to_string(),
+                source,
+            })?
+            .len();
+        Ok(ParamsFile {
+            file,
+            len,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+impl Source for ParamsFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        read_exact_at(&self.file, offset, buf).map_err(|source| {
+            let source = match source.kind() {
+                io::ErrorKind::UnexpectedEof => io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "it ends before offset {} but had {} bytes when it was opened: it \
+                         was truncated or rewritten while it was read",
+                        offset + buf.len() as u64,
+                        self.len
+                    ),
+                ),
+                _ => source,
+            };
+            Error::ParamsIo {
+                path: self.path.display().to_string(),
+                source,
+            }
+        })
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut offset: u64, mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(file, buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Opens a parameters file, which must be a regular file (its length bounds every count, and
+/// it is read by offset): anything else is refused before it is read, and a FIFO is opened
+/// without waiting for a writer.
+fn open_regular(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -43,7 +128,7 @@ pub(super) fn open_regular(path: &Path) -> io::Result<File> {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!(
-                "it is {}, not a regular file (parameters are memory-mapped)",
+                "it is {}, not a regular file (parameters are read by offset)",
                 file_kind(&kind)
             ),
         ));
@@ -51,68 +136,44 @@ pub(super) fn open_regular(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// A `.params` file cut into its parts, every count checked against the length.
-pub(super) struct Sections<'a> {
-    pub(super) alpha_g1: &'a [u8],
-    pub(super) beta_g1: &'a [u8],
-    pub(super) beta_g2: &'a [u8],
-    pub(super) gamma_g2: &'a [u8],
-    pub(super) delta_g1: &'a [u8],
-    pub(super) delta_g2: &'a [u8],
-    pub(super) ic: &'a [u8],
-    pub(super) h: &'a [u8],
-    pub(super) l: &'a [u8],
-    pub(super) a: &'a [u8],
-    pub(super) b_g1: &'a [u8],
-    pub(super) b_g2: &'a [u8],
+/// A `.params` file cut into its parts, every count checked against the length: the
+/// ranges of its parts and where to read them.
+pub(super) struct Sections<'a, S: Source + ?Sized> {
+    pub(super) source: &'a S,
+    pub(super) parts: Parts,
 }
 
-impl<'a> Sections<'a> {
-    pub(super) fn split(bytes: &'a [u8]) -> Result<Self> {
-        let parts = Parts::walk(bytes.len() as u64, |offset| {
-            // The walk only asks for counts inside the file.
-            let at = offset as usize;
-            Ok(u32::from_be_bytes([
-                bytes[at],
-                bytes[at + 1],
-                bytes[at + 2],
-                bytes[at + 3],
-            ]))
+impl<'a, S: Source + ?Sized> Sections<'a, S> {
+    pub(super) fn split(source: &'a S) -> Result<Self> {
+        let parts = Parts::walk(source.len(), |offset| {
+            let mut count = [0; 4];
+            source.read_at(offset, &mut count)?;
+            Ok(u32::from_be_bytes(count))
         })?;
-        // Every range lies inside `bytes`, so its ends fit in `usize`.
-        let part = |range: &Range<u64>| &bytes[range.start as usize..range.end as usize];
-        Ok(Sections {
-            alpha_g1: part(&parts.alpha_g1),
-            beta_g1: part(&parts.beta_g1),
-            beta_g2: part(&parts.beta_g2),
-            gamma_g2: part(&parts.gamma_g2),
-            delta_g1: part(&parts.delta_g1),
-            delta_g2: part(&parts.delta_g2),
-            ic: part(&parts.ic),
-            h: part(&parts.h),
-            l: part(&parts.l),
-            a: part(&parts.a),
-            b_g1: part(&parts.b_g1),
-            b_g2: part(&parts.b_g2),
-        })
+        Ok(Sections { source, parts })
     }
-}
 
-impl Sections<'_> {
     /// bellperson checks the verifying key fully in either mode and lets its six single
     /// points be the identity.
     pub(super) fn verifying_key(&self) -> Result<VerifyingKey<Bls12>> {
-        fn single<P: FilePoint>(section: &'static str, bytes: &[u8]) -> Result<P> {
-            decode_point(section, 0, bytes, PointCheck::Checked, false)
+        fn single<P: FilePoint>(
+            source: &(impl Source + ?Sized),
+            section: &'static str,
+            range: &Range<u64>,
+        ) -> Result<P> {
+            let mut bytes = vec![0; P::SIZE];
+            source.read_at(range.start, &mut bytes)?;
+            decode_point(section, 0, &bytes, PointCheck::Checked, false)
         }
+        let (source, parts) = (self.source, &self.parts);
         Ok(VerifyingKey {
-            alpha_g1: single("vk.alpha_g1", self.alpha_g1)?,
-            beta_g1: single("vk.beta_g1", self.beta_g1)?,
-            beta_g2: single("vk.beta_g2", self.beta_g2)?,
-            gamma_g2: single("vk.gamma_g2", self.gamma_g2)?,
-            delta_g1: single("vk.delta_g1", self.delta_g1)?,
-            delta_g2: single("vk.delta_g2", self.delta_g2)?,
-            ic: decode_all("vk.ic", self.ic, PointCheck::Checked)?,
+            alpha_g1: single(source, "vk.alpha_g1", &parts.alpha_g1)?,
+            beta_g1: single(source, "vk.beta_g1", &parts.beta_g1)?,
+            beta_g2: single(source, "vk.beta_g2", &parts.beta_g2)?,
+            gamma_g2: single(source, "vk.gamma_g2", &parts.gamma_g2)?,
+            delta_g1: single(source, "vk.delta_g1", &parts.delta_g1)?,
+            delta_g2: single(source, "vk.delta_g2", &parts.delta_g2)?,
+            ic: decode_all("vk.ic", self.source, &parts.ic, PointCheck::Checked)?,
         })
     }
 }
@@ -120,25 +181,25 @@ impl Sections<'_> {
 /// Where each part of a `.params` file lies (the points of a counted section, after its
 /// count).
 pub(super) struct Parts {
-    alpha_g1: Range<u64>,
-    beta_g1: Range<u64>,
-    beta_g2: Range<u64>,
-    gamma_g2: Range<u64>,
-    delta_g1: Range<u64>,
-    delta_g2: Range<u64>,
-    ic: Range<u64>,
-    h: Range<u64>,
-    l: Range<u64>,
-    a: Range<u64>,
-    b_g1: Range<u64>,
-    b_g2: Range<u64>,
+    pub(super) alpha_g1: Range<u64>,
+    pub(super) beta_g1: Range<u64>,
+    pub(super) beta_g2: Range<u64>,
+    pub(super) gamma_g2: Range<u64>,
+    pub(super) delta_g1: Range<u64>,
+    pub(super) delta_g2: Range<u64>,
+    pub(super) ic: Range<u64>,
+    pub(super) h: Range<u64>,
+    pub(super) l: Range<u64>,
+    pub(super) a: Range<u64>,
+    pub(super) b_g1: Range<u64>,
+    pub(super) b_g2: Range<u64>,
 }
 
 impl Parts {
     /// Walks a file of `len` bytes, reading the count at an offset with `count_at`: every
     /// part must be there and nothing may follow, so a bad count fails before any
     /// allocation.
-    pub(super) fn walk(len: u64, count_at: impl FnMut(u64) -> Result<u32>) -> Result<Self> {
+    fn walk(len: u64, count_at: impl FnMut(u64) -> Result<u32>) -> Result<Self> {
         let mut walk = Walk {
             len,
             pos: 0,

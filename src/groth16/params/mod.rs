@@ -1,4 +1,4 @@
-//! Groth16 proving parameters: bellperson's `.params` files, memory-mapped and decoded in
+//! Groth16 proving parameters: bellperson's `.params` files, read by offset and decoded in
 //! parallel, checked exactly as bellperson checks them, and written back byte for byte.
 //!
 //! The format is bellperson 0.27's `Parameters::write`, with no header and big-endian counts:
@@ -25,8 +25,8 @@ mod points;
 mod records;
 
 use std::fmt;
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
-use std::ops::RangeInclusive;
+use std::io::{self, BufWriter, Write};
+use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -42,7 +42,7 @@ use rayon::prelude::*;
 
 pub use records::{CheckRecords, Checked, PublishedDigests, PUBLISHED_DIGEST_BYTES};
 
-use file::{map_file, open_regular, Parts, Sections};
+use file::{ParamsFile, Sections, Source};
 use points::{
     combine, decode_all, decode_hashed, hash_in_order, hash_section, FilePoint, G1_SIZE, G2_SIZE,
 };
@@ -119,17 +119,18 @@ impl ProvingParameters {
         (g1 * G1::AFFINE_BYTES + self.b_g2.len() * G2::AFFINE_BYTES) as u64
     }
 
-    /// Reads a `.params` file through a memory map. Every count is checked against the file
-    /// length before a point is decoded; points are then decoded on all rayon threads.
-    pub fn read_mmap(path: &Path, check: PointCheck) -> Result<Self> {
+    /// Reads a `.params` file by offset on all rayon threads (never mapped: a file
+    /// truncated meanwhile is an error, not a crash). Every count is checked against the
+    /// file length before a point is decoded.
+    pub fn read(path: &Path, check: PointCheck) -> Result<Self> {
         let start = Instant::now();
-        let map = map_file(path)?;
-        let params = Self::from_bytes(&map, check)?;
+        let file = ParamsFile::open(path)?;
+        let params = Self::from_source(&file, check)?;
         let seconds = start.elapsed().as_secs_f64();
         log::info!(
             "read {} ({:.2} GiB, {check:?}) in {seconds:.2} s: ic {}, h {}, l {}, a {}, b_g1 {}, b_g2 {} points",
             path.display(),
-            map.len() as f64 / (1u64 << 30) as f64,
+            file.len() as f64 / (1u64 << 30) as f64,
             params.vk.ic.len(),
             params.h.len(),
             params.l.len(),
@@ -150,20 +151,30 @@ impl ProvingParameters {
     /// its name ([`PublishedDigests`]) and whose BLAKE2b is the published digest is not
     /// checked: that digest is computed beside the decode, in order over private copies
     /// whose section digests must be those of the points decoded.
-    pub fn read_mmap_checked_once(path: &Path, records: &CheckRecords) -> Result<(Self, Checked)> {
-        Self::read_mmap_checked_once_with(path, records, &CpuSubgroupCheck)
+    pub fn read_checked_once(path: &Path, records: &CheckRecords) -> Result<(Self, Checked)> {
+        Self::read_checked_once_with(path, records, &CpuSubgroupCheck)
     }
 
-    /// [`read_mmap_checked_once`](Self::read_mmap_checked_once), the subgroup checks (where
-    /// they run) by `check`.
-    pub fn read_mmap_checked_once_with(
+    /// [`read_checked_once`](Self::read_checked_once), the subgroup checks (where they
+    /// run) by `check`.
+    pub fn read_checked_once_with(
+        path: &Path,
+        records: &CheckRecords,
+        check: &dyn SubgroupCheck,
+    ) -> Result<(Self, Checked)> {
+        let file = ParamsFile::open(path)?;
+        Self::read_checked_once_from(&file, path, records, check)
+    }
+
+    /// [`read_checked_once_with`](Self::read_checked_once_with) of an opened file.
+    fn read_checked_once_from(
+        file: &ParamsFile,
         path: &Path,
         records: &CheckRecords,
         check: &dyn SubgroupCheck,
     ) -> Result<(Self, Checked)> {
         let start = Instant::now();
-        let map = map_file(path)?;
-        let sections = Sections::split(&map)?;
+        let sections = Sections::split(file)?;
         let name = path.file_name().and_then(|name| name.to_str());
         let published = name.and_then(|name| records.published().get(name));
         let stop = AtomicBool::new(false);
@@ -171,22 +182,23 @@ impl ProvingParameters {
             // A published name's digest is computed beside the decode, on a thread of its own
             // (BLAKE2b runs on one core); stopped when the decode fails or finds the content
             // recorded.
-            let hashing = published.map(|_| scope.spawn(|| hash_published(&map, &sections, &stop)));
+            let hashing = published.map(|_| scope.spawn(|| hash_published(&sections, &stop)));
             let _stop = StopOnDrop(&stop);
             let vk = sections.verifying_key()?;
+            let parts = &sections.parts;
             let mut digests = Vec::new();
-            let mut section = |name, bytes| -> Result<Arc<Vec<G1Affine>>> {
-                let (points, digest) = decode_hashed(name, bytes)?;
+            let mut section = |name, range| -> Result<Arc<Vec<G1Affine>>> {
+                let (points, digest) = decode_hashed(name, file, range)?;
                 digests.push(digest);
                 Ok(Arc::new(points))
             };
             let (h, l, a, b_g1) = (
-                section("h", sections.h)?,
-                section("l", sections.l)?,
-                section("a", sections.a)?,
-                section("b_g1", sections.b_g1)?,
+                section("h", &parts.h)?,
+                section("l", &parts.l)?,
+                section("a", &parts.a)?,
+                section("b_g1", &parts.b_g1)?,
             );
-            let (b_g2, digest) = decode_hashed::<G2Affine>("b_g2", sections.b_g2)?;
+            let (b_g2, digest) = decode_hashed::<G2Affine, _>("b_g2", file, &parts.b_g2)?;
             digests.push(digest);
             let params = ProvingParameters {
                 vk,
@@ -203,12 +215,12 @@ impl ProvingParameters {
             let in_order = hashing.and_then(|thread| thread.join().ok().flatten());
             let how = match (published, in_order) {
                 (Some(expected), Some(in_order)) if in_order.matches(expected, &digests) => {
-                    in_order.log(path, map.len(), true);
+                    in_order.log(path, file.len(), true);
                     Checked::Published
                 }
                 (_, in_order) => {
                     if let Some(in_order) = in_order {
-                        in_order.log(path, map.len(), false);
+                        in_order.log(path, file.len(), false);
                     }
                     params.check_subgroups(check)?;
                     Checked::Now
@@ -224,7 +236,7 @@ impl ProvingParameters {
         log::info!(
             "read {} ({:.2} GiB, points checked {how:?}{checked_on}) in {:.2} s",
             path.display(),
-            map.len() as f64 / (1u64 << 30) as f64,
+            file.len() as f64 / (1u64 << 30) as f64,
             start.elapsed().as_secs_f64()
         );
         Ok((params, how))
@@ -297,14 +309,14 @@ impl ProvingParameters {
     /// those checks take about half an hour of CPU). Vouching for a file read from
     /// elsewhere this way would defeat the checks: don't.
     pub fn record_made_here(path: &Path, records: &CheckRecords) -> Result<()> {
-        let map = map_file(path)?;
-        let sections = Sections::split(&map)?;
+        let file = ParamsFile::open(path)?;
+        let parts = Sections::split(&file)?.parts;
         let digests = [
-            hash_section::<G1Affine>("h", sections.h),
-            hash_section::<G1Affine>("l", sections.l),
-            hash_section::<G1Affine>("a", sections.a),
-            hash_section::<G1Affine>("b_g1", sections.b_g1),
-            hash_section::<G2Affine>("b_g2", sections.b_g2),
+            hash_section::<G1Affine, _>("h", &file, &parts.h)?,
+            hash_section::<G1Affine, _>("l", &file, &parts.l)?,
+            hash_section::<G1Affine, _>("a", &file, &parts.a)?,
+            hash_section::<G1Affine, _>("b_g1", &file, &parts.b_g1)?,
+            hash_section::<G2Affine, _>("b_g2", &file, &parts.b_g2)?,
         ];
         records.record(&combine(&digests));
         Ok(())
@@ -314,35 +326,27 @@ impl ProvingParameters {
     /// decoded): what a caller checks against a circuit and the machine's memory before
     /// reading the file.
     pub fn read_shape(path: &Path) -> Result<ParamsShape> {
-        let io_error = |source| Error::ParamsIo {
-            path: path.display().to_string(),
-            source,
-        };
-        let mut file = open_regular(path).map_err(io_error)?;
-        let len = file.metadata().map_err(io_error)?.len();
-        let parts = Parts::walk(len, |offset| {
-            let mut count = [0; 4];
-            file.seek(SeekFrom::Start(offset))
-                .and_then(|_| file.read_exact(&mut count))
-                .map_err(io_error)?;
-            Ok(u32::from_be_bytes(count))
-        })?;
-        Ok(parts.shape())
+        Ok(Sections::split(&ParamsFile::open(path)?)?.parts.shape())
     }
 
-    /// Decodes the bytes of a `.params` file held in memory (what [`Self::read_mmap`] does
-    /// on the mapped file).
+    /// Decodes the bytes of a `.params` file held in memory (what [`Self::read`] does with
+    /// the file).
     pub fn from_bytes(bytes: &[u8], check: PointCheck) -> Result<Self> {
+        Self::from_source(bytes, check)
+    }
+
+    fn from_source<S: Source + ?Sized>(source: &S, check: PointCheck) -> Result<Self> {
         // Cut the input into its parts first: a bad count fails here, before any allocation.
-        let sections = Sections::split(bytes)?;
+        let sections = Sections::split(source)?;
         let vk = sections.verifying_key()?;
+        let parts = &sections.parts;
         Ok(ProvingParameters {
             vk,
-            h: Arc::new(decode_all("h", sections.h, check)?),
-            l: Arc::new(decode_all("l", sections.l, check)?),
-            a: Arc::new(decode_all("a", sections.a, check)?),
-            b_g1: Arc::new(decode_all("b_g1", sections.b_g1, check)?),
-            b_g2: Arc::new(decode_all("b_g2", sections.b_g2, check)?),
+            h: Arc::new(decode_all("h", source, &parts.h, check)?),
+            l: Arc::new(decode_all("l", source, &parts.l, check)?),
+            a: Arc::new(decode_all("a", source, &parts.a, check)?),
+            b_g1: Arc::new(decode_all("b_g1", source, &parts.b_g1, check)?),
+            b_g2: Arc::new(decode_all("b_g2", source, &parts.b_g2, check)?),
         })
     }
 
@@ -488,7 +492,7 @@ impl InOrder {
             && self.sections == digests
     }
 
-    fn log(&self, path: &Path, bytes: usize, matches: bool) {
+    fn log(&self, path: &Path, bytes: u64, matches: bool) {
         let gib = bytes as f64 / (1u64 << 30) as f64;
         let hashed = format!(
             "{gib:.2} GiB hashed in {:.2} s, {:.2} GiB/s, beside the decode",
@@ -508,34 +512,41 @@ impl InOrder {
     }
 }
 
-/// [`InOrder`] of the file mapped as `map`, cut into `sections`; `None` once `stop` is set.
-fn hash_published(map: &[u8], sections: &Sections<'_>, stop: &AtomicBool) -> Option<InOrder> {
+/// [`InOrder`] of the file cut into `sections`; `None` once `stop` is set or where the file
+/// cannot be read.
+fn hash_published(sections: &Sections<'_, ParamsFile>, stop: &AtomicBool) -> Option<InOrder> {
     let start = Instant::now();
+    let (source, parts) = (sections.source, &sections.parts);
     let mut whole = blake2b_simd::State::new();
-    let offset = |section: &[u8]| section.as_ptr() as usize - map.as_ptr() as usize;
-    let mut at = 0;
-    let mut between = |whole: &mut blake2b_simd::State, section: &[u8]| {
-        whole.update(&map[at..offset(section)]);
-        at = offset(section) + section.len();
+    // The bytes between the hashed sections (the verifying key, the counts), read whole.
+    let between = |whole: &mut blake2b_simd::State, bytes: Range<u64>| -> Option<()> {
+        let mut between = vec![0; (bytes.end - bytes.start) as usize];
+        source.read_at(bytes.start, &mut between).ok()?;
+        whole.update(&between);
+        Some(())
     };
+    let mut at = 0;
     let mut in_order = Vec::with_capacity(5);
-    for (name, section) in [
-        ("h", sections.h),
-        ("l", sections.l),
-        ("a", sections.a),
-        ("b_g1", sections.b_g1),
+    for (name, range) in [
+        ("h", &parts.h),
+        ("l", &parts.l),
+        ("a", &parts.a),
+        ("b_g1", &parts.b_g1),
     ] {
-        between(&mut whole, section);
-        in_order.push(hash_in_order::<G1Affine>(name, section, &mut whole, stop)?);
+        between(&mut whole, at..range.start)?;
+        at = range.end;
+        in_order.push(hash_in_order::<G1Affine, _>(
+            name, source, range, &mut whole, stop,
+        )?);
     }
-    between(&mut whole, sections.b_g2);
-    in_order.push(hash_in_order::<G2Affine>(
+    between(&mut whole, at..parts.b_g2.start)?;
+    in_order.push(hash_in_order::<G2Affine, _>(
         "b_g2",
-        sections.b_g2,
+        source,
+        &parts.b_g2,
         &mut whole,
         stop,
     )?);
-    whole.update(&map[at..]);
     Some(InOrder {
         blake2b: whole.finalize(),
         sections: in_order,
@@ -575,5 +586,68 @@ impl SubgroupCheck for CpuSubgroupCheck {
 
     fn describe(&self) -> String {
         format!("on the CPU ({} threads)", rayon::current_num_threads())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file cut short after it was opened (another process truncating it, or rewriting it
+    /// in place) fails the read that meets the cut with an error naming it; a memory map
+    /// would have taken the process down with SIGBUS there.
+    #[test]
+    fn a_file_truncated_while_it_is_read_is_an_error_not_a_crash() {
+        let shape = Shape {
+            constraints: 3000,
+            inputs: 2,
+            aux: 2500,
+            a_aux_density: 2400,
+            b_input_density: 1,
+            b_aux_density: 600,
+        };
+        let mut bytes = Vec::new();
+        ProvingParameters::random_for_shape(&shape, 7)
+            .write(&mut bytes)
+            .unwrap();
+        let path = std::env::temp_dir().join(format!(
+            "wgpu-groth16-truncated-while-read-{}.params",
+            std::process::id()
+        ));
+        type Read<'a> = &'a dyn Fn(&ParamsFile) -> Result<()>;
+        let reads: [Read; 3] = [
+            &|file| ProvingParameters::from_source(file, PointCheck::Unchecked).map(drop),
+            &|file| {
+                ProvingParameters::read_checked_once_from(
+                    file,
+                    &path,
+                    &CheckRecords::none(),
+                    &CpuSubgroupCheck,
+                )
+                .map(drop)
+            },
+            &|file| {
+                hash_section::<G1Affine, _>("l", file, &Sections::split(file)?.parts.l).map(drop)
+            },
+        ];
+        for read in reads {
+            std::fs::write(&path, &bytes).unwrap();
+            let file = ParamsFile::open(&path).unwrap();
+            let cut = file.len() * 2 / 3;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(cut)
+                .unwrap();
+            let err = read(&file).unwrap_err();
+            assert!(matches!(err, Error::ParamsIo { .. }), "{err:?}");
+            assert!(
+                err.to_string()
+                    .contains("was truncated or rewritten while it was read"),
+                "{err}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 }

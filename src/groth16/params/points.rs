@@ -4,8 +4,10 @@
 use blstrs::{Fp, G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::file::Source;
 use super::PointCheck;
 use crate::error::{Error, Result};
 
@@ -73,67 +75,87 @@ pub(super) fn decode_point<P: FilePoint>(
     Ok(point)
 }
 
-/// Decodes a section on all rayon threads, straight into the vector that keeps the points.
-/// On several bad points the error names one of them, not necessarily the first.
-pub(super) fn decode_all<P: FilePoint>(
-    section: &'static str,
-    bytes: &[u8],
-    check: PointCheck,
-) -> Result<Vec<P>> {
-    let count = bytes.len() / P::SIZE;
-    let mut points = Vec::with_capacity(count);
-    points.par_extend(rayon::iter::repeat_n(P::default(), count));
-    points
-        .par_iter_mut()
-        .zip(bytes.par_chunks_exact(P::SIZE))
-        .enumerate()
-        .with_min_len(1024)
-        .try_for_each(|(index, (point, bytes))| {
-            decode_point(section, index, bytes, check, true).map(|p| *point = p)
-        })?;
-    Ok(points)
+/// Points per run: read into one private copy (and hashed, where asked) at once.
+pub(super) const RUN: usize = 4096;
+
+/// Bytes of a section of `P` points at `range`.
+fn points_in(range: &Range<u64>, size: usize) -> usize {
+    ((range.end - range.start) / size as u64) as usize
 }
 
-/// Points per run of [`decode_hashed`]: one private copy and one hash each.
-pub(super) const HASHED_RUN: usize = 4096;
-
-/// Decodes a section unchecked (on the curve, not yet in the subgroup) and hashes it: each
-/// run of points is copied, hashed and decoded from the copy, and the section's digest is
-/// the hash of its count and its runs' hashes in order.
-pub(super) fn decode_hashed<P: FilePoint>(
+/// Decodes a section on all rayon threads, a run at a time, straight into the vector that
+/// keeps the points; with `hashed`, each run's copy is hashed too. On several bad points the
+/// error names one of them, not necessarily the first.
+fn decode_runs<P: FilePoint, S: Source + ?Sized>(
     section: &'static str,
-    bytes: &[u8],
-) -> Result<(Vec<P>, blake3::Hash)> {
-    let count = bytes.len() / P::SIZE;
+    source: &S,
+    range: &Range<u64>,
+    check: PointCheck,
+    hashed: bool,
+) -> Result<(Vec<P>, Vec<blake3::Hash>)> {
+    let count = points_in(range, P::SIZE);
     let mut points = Vec::with_capacity(count);
     points.par_extend(rayon::iter::repeat_n(P::default(), count));
-    let runs: Vec<blake3::Hash> = points
-        .par_chunks_mut(HASHED_RUN)
-        .zip(bytes.par_chunks(HASHED_RUN * P::SIZE))
+    let runs: Vec<Option<blake3::Hash>> = points
+        .par_chunks_mut(RUN)
         .enumerate()
-        .map(|(run, (points, bytes))| {
-            let copy = bytes.to_vec();
+        .map(|(run, points)| {
+            let mut copy = vec![0; points.len() * P::SIZE];
+            source.read_at(range.start + (run * RUN * P::SIZE) as u64, &mut copy)?;
             for (i, (point, bytes)) in points
                 .iter_mut()
                 .zip(copy.chunks_exact(P::SIZE))
                 .enumerate()
             {
-                let index = run * HASHED_RUN + i;
-                *point = decode_point(section, index, bytes, PointCheck::Unchecked, true)?;
+                *point = decode_point(section, run * RUN + i, bytes, check, true)?;
             }
+            Ok(hashed.then(|| blake3::hash(&copy)))
+        })
+        .collect::<Result<_>>()?;
+    Ok((points, runs.into_iter().flatten().collect()))
+}
+
+/// Decodes a section, checked per `check`.
+pub(super) fn decode_all<P: FilePoint, S: Source + ?Sized>(
+    section: &'static str,
+    source: &S,
+    range: &Range<u64>,
+    check: PointCheck,
+) -> Result<Vec<P>> {
+    Ok(decode_runs(section, source, range, check, false)?.0)
+}
+
+/// Decodes a section unchecked (on the curve, not yet in the subgroup) and hashes it: each
+/// run of points is read into a private copy, hashed and decoded from the copy (so a file
+/// changing meanwhile cannot slip other points past the hash), and the section's digest is
+/// the hash of its count and its runs' hashes in order.
+pub(super) fn decode_hashed<P: FilePoint, S: Source + ?Sized>(
+    section: &'static str,
+    source: &S,
+    range: &Range<u64>,
+) -> Result<(Vec<P>, blake3::Hash)> {
+    let (points, runs) = decode_runs(section, source, range, PointCheck::Unchecked, true)?;
+    let digest = section_digest(section, points.len(), &runs);
+    Ok((points, digest))
+}
+
+/// The digest [`decode_hashed`] gives a section, without decoding it.
+pub(super) fn hash_section<P: FilePoint, S: Source + ?Sized>(
+    section: &'static str,
+    source: &S,
+    range: &Range<u64>,
+) -> Result<blake3::Hash> {
+    let count = points_in(range, P::SIZE);
+    let runs: Vec<blake3::Hash> = (0..count.div_ceil(RUN))
+        .into_par_iter()
+        .map(|run| {
+            let points = RUN.min(count - run * RUN);
+            let mut copy = vec![0; points * P::SIZE];
+            source.read_at(range.start + (run * RUN * P::SIZE) as u64, &mut copy)?;
             Ok(blake3::hash(&copy))
         })
         .collect::<Result<_>>()?;
-    Ok((points, section_digest(section, count, &runs)))
-}
-
-/// The digest [`decode_hashed`] gives `bytes`, without decoding them.
-pub(super) fn hash_section<P: FilePoint>(section: &'static str, bytes: &[u8]) -> blake3::Hash {
-    let runs: Vec<blake3::Hash> = bytes
-        .par_chunks(HASHED_RUN * P::SIZE)
-        .map(blake3::hash)
-        .collect();
-    section_digest(section, bytes.len() / P::SIZE, &runs)
+    Ok(section_digest(section, count, &runs))
 }
 
 /// A section's digest from its runs' digests.
@@ -150,30 +172,34 @@ fn section_digest(section: &str, count: usize, runs: &[blake3::Hash]) -> blake3:
 /// Runs copied and hashed at once by [`hash_in_order`].
 const RUNS_AT_ONCE: usize = 64;
 
-/// The digest [`decode_hashed`] gives `bytes` (a section of points of `P`), and the same
-/// private copies, in order, into `whole`: a digest of the file whose points, decoded from
-/// other copies, are those the file's digest covers when the two section digests agree.
-/// `None` once `stop` is set.
-pub(super) fn hash_in_order<P: FilePoint>(
+/// The digest [`decode_hashed`] gives a section of points of `P`, and the same private
+/// copies, in order, into `whole`: a digest of the file whose points, decoded from other
+/// copies, are those the file's digest covers when the two section digests agree. `None`
+/// once `stop` is set, or where the file cannot be read (the decode beside it says why).
+pub(super) fn hash_in_order<P: FilePoint, S: Source + ?Sized>(
     section: &'static str,
-    bytes: &[u8],
+    source: &S,
+    range: &Range<u64>,
     whole: &mut blake2b_simd::State,
     stop: &AtomicBool,
 ) -> Option<blake3::Hash> {
-    let count = bytes.len() / P::SIZE;
-    let mut runs = Vec::with_capacity(count.div_ceil(HASHED_RUN));
-    for group in bytes.chunks(RUNS_AT_ONCE * HASHED_RUN * P::SIZE) {
+    let count = points_in(range, P::SIZE);
+    let run_count = count.div_ceil(RUN);
+    let mut runs = Vec::with_capacity(run_count);
+    for first in (0..run_count).step_by(RUNS_AT_ONCE) {
         if stop.load(Ordering::Relaxed) {
             return None;
         }
-        let copies: Vec<(Vec<u8>, blake3::Hash)> = group
-            .par_chunks(HASHED_RUN * P::SIZE)
+        let copies: Vec<(Vec<u8>, blake3::Hash)> = (first..run_count.min(first + RUNS_AT_ONCE))
+            .into_par_iter()
             .map(|run| {
-                let copy = run.to_vec();
+                let mut copy = vec![0; RUN.min(count - run * RUN) * P::SIZE];
+                source.read_at(range.start + (run * RUN * P::SIZE) as u64, &mut copy)?;
                 let digest = blake3::hash(&copy);
-                (copy, digest)
+                Ok((copy, digest))
             })
-            .collect();
+            .collect::<Result<_>>()
+            .ok()?;
         for (copy, digest) in copies {
             whole.update(&copy);
             runs.push(digest);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::files::user_cache_dir;
 
-/// How [`ProvingParameters::read_mmap_checked_once`](super::ProvingParameters::read_mmap_checked_once) knew the points were in their subgroups.
+/// How [`ProvingParameters::read_checked_once`](super::ProvingParameters::read_checked_once) knew the points were in their subgroups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Checked {
     /// These exact points passed the checks in an earlier read (a record says so).
