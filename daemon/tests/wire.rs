@@ -1349,3 +1349,162 @@ fn the_binary_serves_and_stops_on_sigterm() {
             .is_err());
     });
 }
+
+/// Held by each test that puts Winning PoSt parameter files where the stack finds them:
+/// one at a time.
+static WINNING_FILES: Mutex<()> = Mutex::new(());
+
+/// Writes random-point parameters of the Winning PoSt's shape (`seed`) where the stack
+/// names its 2 KiB files, whole (a temporary renamed over the old file, as a download or a
+/// copy tool replaces one): the daemon reads them as files from elsewhere.
+fn write_winning_params(winning: &Winning, seed: u64) -> ParamsFiles {
+    let files =
+        ParamsFiles::post(filecoin_proofs_api::RegisteredPoStProof::StackedDrgWinning2KiBV1)
+            .unwrap();
+    let params = common::params_for(&winning.post, seed);
+    let replace = |path: &std::path::Path, bytes: Vec<u8>| {
+        let temporary = path.with_extension("replacing");
+        std::fs::write(&temporary, bytes).unwrap();
+        std::fs::rename(&temporary, path).unwrap();
+    };
+    let mut bytes = Vec::new();
+    params.write(&mut bytes).unwrap();
+    replace(&files.params, bytes);
+    let mut vk = Vec::new();
+    params.vk.write(&mut vk).unwrap();
+    replace(&files.vk, vk);
+    files
+}
+
+/// A job's end: completed with a Winning PoSt's 192 bytes, or failed with a message.
+fn assert_completed(done: &AwaitProofResponse) {
+    assert_eq!(
+        done.status,
+        Status::Completed as i32,
+        "{}",
+        done.error_message
+    );
+    assert_eq!(done.proof.len(), 192);
+}
+
+fn assert_failed_with(done: &AwaitProofResponse, words: &[&str]) {
+    assert_eq!(done.status, Status::Failed as i32, "completed");
+    for word in words {
+        assert!(
+            done.error_message.contains(word),
+            "{:?} lacks {word:?}",
+            done.error_message
+        );
+    }
+}
+
+/// The parameter file of a loaded set cut short, then replaced, then overwritten in place
+/// with junk, under a running daemon that reads it from disk: jobs keep the loaded copy until
+/// `EvictSRS`; the next load of a cut or junk file fails that job alone, naming the file and
+/// what is wrong; a good file replacing it serves the next job. Every job is answered once.
+#[test]
+fn parameter_files_cut_replaced_or_overwritten_under_a_running_daemon() {
+    let _files = WINNING_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let winning = Winning::new(53);
+    let files = write_winning_params(&winning, 53);
+    let backend = FilecoinBackend::new(cpu_engines(1));
+    let (runtime, mut client) = start(Arc::new(backend), 8);
+    let request = |id: &str| winning.request(id, 2048);
+    let evict = |client: &mut ProvingEngineClient<Channel>| {
+        let mut client = client.clone();
+        async move {
+            client
+                .evict_srs(EvictSrsRequest {
+                    circuit_id: "winning-2k".into(),
+                })
+                .await
+                .unwrap()
+                .into_inner()
+        }
+    };
+    runtime.block_on(async {
+        assert_completed(&prove(&mut client, request("first")).await);
+
+        // Cut in the middle of its points: the loaded copy serves on.
+        let whole = std::fs::read(&files.params).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&files.params)
+            .unwrap()
+            .set_len(whole.len() as u64 / 2)
+            .unwrap();
+        assert_completed(&prove(&mut client, request("loaded copy")).await);
+        assert!(evict(&mut client).await.was_loaded);
+        let cut = prove(&mut client, request("cut")).await;
+        assert_failed_with(&cut, &["truncated", &files.params.display().to_string()]);
+
+        // Replaced whole by a good file (other points): loaded and used.
+        write_winning_params(&winning, 54);
+        assert_completed(&prove(&mut client, request("replaced")).await);
+
+        // Overwritten in place with junk of the same length: refused at its next load.
+        let mut junk = std::fs::read(&files.params).unwrap();
+        let points = junk.len() / 2;
+        junk[points..].iter_mut().for_each(|b| *b = 0x5a);
+        std::fs::write(&files.params, &junk).unwrap();
+        assert!(evict(&mut client).await.was_loaded);
+        let overwritten = prove(&mut client, request("junk")).await;
+        assert_failed_with(&overwritten, &[&files.params.display().to_string()]);
+
+        let status = get_status(&mut client).await;
+        assert_eq!(
+            (status.total_proofs_completed, status.total_proofs_failed),
+            (3, 2)
+        );
+        assert!(status.loaded_srs.is_empty(), "{:?}", status.loaded_srs);
+    });
+}
+
+/// `EvictSRS` and `PreloadSRS` of a set, sent again and again while jobs of that set run on
+/// two lanes: every job completes once (a running proof keeps the copy it started with),
+/// the counters agree, and once all is quiet the set is loaded or not with nothing in flight.
+#[test]
+fn evict_and_preload_racing_running_proofs_lose_no_job() {
+    let _files = WINNING_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let winning = Winning::new(59);
+    write_winning_params(&winning, 59);
+    let backend = FilecoinBackend::new(cpu_engines(1)).with_jobs_per_engine(2);
+    let (runtime, client) = start(Arc::new(backend), 64);
+    const JOBS: usize = 8;
+    runtime.block_on(async {
+        let racing = tokio::spawn({
+            let mut client = client.clone();
+            async move {
+                let id = || "winning-2k".to_string();
+                let mut calls = 0;
+                while calls < 200 {
+                    let evicted = client.evict_srs(EvictSrsRequest { circuit_id: id() });
+                    evicted.await.unwrap();
+                    let preloaded = client.preload_srs(PreloadSrsRequest { circuit_id: id() });
+                    preloaded.await.unwrap();
+                    calls += 2;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                calls
+            }
+        });
+        let jobs: Vec<_> = (0..JOBS)
+            .map(|i| {
+                let mut client = client.clone();
+                let request = winning.request(&format!("racing-{i}"), 2048);
+                tokio::spawn(async move { prove(&mut client, request).await })
+            })
+            .collect();
+        for job in jobs {
+            assert_completed(&job.await.unwrap());
+        }
+        assert_eq!(racing.await.unwrap(), 200);
+        let mut client = client.clone();
+        let status = get_status(&mut client).await;
+        assert_eq!(
+            (status.total_proofs_completed, status.total_proofs_failed),
+            (JOBS as u64, 0)
+        );
+        assert!(status.loaded_srs.iter().all(|srs| srs.ref_count == 0));
+    });
+}
