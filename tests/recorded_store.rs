@@ -1,7 +1,8 @@
 //! Recorded constraint systems on disk: what is written reads back equal and proves as bellperson
 //! does; a file that is truncated, damaged, of another format or for another key is an
 //! error, never a panic; a write is whole or leaves the earlier file; `load_or_record`
-//! records once, then loads.
+//! records once, then loads; a writer killed part way or stopped by a full disk leaves no half
+//! file.
 
 mod common;
 
@@ -335,4 +336,134 @@ fn load_or_record_records_once_then_loads_and_replaces_a_damaged_file() {
         RecordedSystem::load_or_record(Some(&blocker.join("sub")), &key, circuit).unwrap();
     assert_eq!(origin, Origin::Recorded(None));
     assert!(fourth == first);
+}
+
+/// What the child processes of the two tests below write: a system large enough that its
+/// write takes a while (29 MB).
+fn large_system() -> RecordedSystem {
+    RecordedSystem::record(FilecoinLike::blank(19).unwrap()).unwrap()
+}
+
+const CHILD_DIR: &str = "RECORDED_STORE_CHILD_DIR";
+const CHILD_MODE: &str = "RECORDED_STORE_CHILD_MODE";
+
+/// This test binary run again as a child process doing `mode` in `dir`
+/// ([`child_process_of_the_tests_below`]).
+fn child(dir: &Path, mode: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", "child_process_of_the_tests_below", "--ignored"])
+        .args(["--nocapture", "--test-threads=1"])
+        .env(CHILD_DIR, dir)
+        .env(CHILD_MODE, mode);
+    command
+}
+
+/// A child process of the tests below, and nothing when run otherwise: with mode `forever`,
+/// writes [`large_system`] to its file again and again until it is killed; with `full`,
+/// writes it once where no file may grow past 1 MiB (`RLIMIT_FSIZE`: the write fails part
+/// way with EFBIG, as on a full disk with ENOSPC, with no root needed to fill a disk).
+#[test]
+#[ignore = "run by the tests below as their child process"]
+fn child_process_of_the_tests_below() {
+    let (Some(dir), Some(mode)) = (std::env::var_os(CHILD_DIR), std::env::var(CHILD_MODE).ok())
+    else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let key = key("killed or full");
+    let system = large_system();
+    match mode.as_str() {
+        "forever" => loop {
+            system.write_to(&key.path_in(dir), &key).unwrap();
+        },
+        "full" => {
+            // SAFETY: plain libc calls on this process's own limits and signal mask; past
+            // the limit, a write fails with EFBIG instead of raising SIGXFSZ.
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let limit = libc::rlimit {
+                    rlim_cur: 1 << 20,
+                    rlim_max: 1 << 20,
+                };
+                assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+            }
+            let err = system.write_to(&key.path_in(dir), &key).unwrap_err();
+            assert!(matches!(err, Error::RecordedFile { .. }), "{err}");
+            assert!(err.to_string().contains("cannot write it"), "{err}");
+            // What a job does: the system it recorded, with a warning that it is not kept.
+            let (proved_with, origin) = RecordedSystem::load_or_record(Some(dir), &key, || {
+                Ok(FilecoinLike::blank(19).unwrap())
+            })
+            .unwrap();
+            assert_eq!(origin, Origin::Recorded(None));
+            assert!(proved_with == system);
+        }
+        other => panic!("unknown mode {other}"),
+    }
+}
+
+/// The names in `dir`.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `kill -9` of a process in the middle of writing a recorded system, then a restart: the
+/// killed write's temporary is never read as the system (the file under the system's name
+/// is absent or whole), and the next process's write sweeps it.
+#[test]
+fn a_writer_killed_mid_write_leaves_no_half_file_and_the_next_one_sweeps_its_temporary() {
+    let dir = scratch("killed-mid-write");
+    let key = key("killed or full");
+    let path = key.path_in(&dir);
+    let is_temporary = |name: &String| name.ends_with(".tmp");
+    let mut killed_mid_write = 0;
+    for _ in 0..10 {
+        let mut writer = child(&dir, "forever").spawn().unwrap();
+        // Killed once a write's temporary has bytes in it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !fs::read_dir(&dir).unwrap().any(|e| {
+            let e = e.unwrap();
+            is_temporary(&e.file_name().to_string_lossy().into_owned())
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        }) {
+            assert!(std::time::Instant::now() < deadline, "no write began");
+            assert!(writer.try_wait().unwrap().is_none(), "the writer ended");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        writer.kill().unwrap();
+        writer.wait().unwrap();
+        if names_in(&dir).iter().any(is_temporary) {
+            killed_mid_write += 1;
+        }
+        if path.exists() {
+            assert!(RecordedSystem::read_from(&path, &key).unwrap() == large_system());
+        }
+        if killed_mid_write > 0 && path.exists() {
+            break;
+        }
+    }
+    assert!(killed_mid_write > 0, "no kill landed in a write");
+    let (loaded, _) =
+        RecordedSystem::load_or_record(Some(&dir), &key, || Ok(FilecoinLike::blank(19).unwrap()))
+            .unwrap();
+    assert!(loaded == large_system());
+    loaded.write_to(&path, &key).unwrap();
+    let expected = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(names_in(&dir), [expected]);
+}
+
+/// A write that fails part way (the disk full) leaves nothing behind, and the job that
+/// recorded the system goes on with it.
+#[test]
+fn a_full_disk_fails_the_write_leaves_nothing_and_keeps_the_system() {
+    let dir = scratch("full-disk");
+    let status = child(&dir, "full").status().unwrap();
+    assert!(status.success(), "the child failed: {status}");
+    assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
 }
