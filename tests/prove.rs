@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use bellperson::groth16::{
     create_proof, create_proof_batch, generate_random_parameters, prepare_verifying_key,
-    verify_proof, Parameters,
+    verify_proof, Parameters, Proof,
 };
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
@@ -254,57 +254,76 @@ fn bad_parameter_files_give_their_errors() {
     assert_eq!(proof_bytes(&proof), proof_bytes(&expected));
 }
 
-#[test]
-fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
-    let Some(gpu) = common::gpu(common::Target::Native) else {
-        return;
-    };
-    // A device of its own: this test destroys it.
+/// A batch of `BitsHeavy` proofs on an engine of its own device (`fallback` or not), whose
+/// device is destroyed from another thread once the batch's first proof has ended: the
+/// batch's result, the expected proofs (bellperson's), and the prover and engine.
+fn batch_losing_its_gpu(
+    fallback: bool,
+    seed: u64,
+) -> Option<(
+    Result<Vec<Proof<Bls12>>, Error>,
+    Vec<Proof<Bls12>>,
+    Prover,
+    Arc<ProverEngine>,
+)> {
+    let gpu = common::gpu(common::Target::Native)?;
     let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
     let engine = Arc::new(ProverEngine::on_device(own, MsmConfig::default()).unwrap());
-    let params = params_for(BitsHeavy::blank(200), 11);
-    let prover = Prover::with_engine(&params, engine.clone()).unwrap();
-    let circuit = BitsHeavy::new((0..200).map(|i| i % 3 == 0).collect());
-    let (r, s) = (Scalar::random(rng(70)), Scalar::random(rng(71)));
-    let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
-    assert_eq!(
-        proof_bytes(&prover.prove(circuit.clone(), r, s).unwrap()),
-        proof_bytes(&expected)
-    );
-    assert!(!engine.gpu_failed());
-
-    engine.device().unwrap().device.destroy();
-    let proof = prover
-        .prove(circuit, r, s)
-        .expect("falls back instead of failing");
-    assert!(engine.gpu_failed(), "the loss must be noticed");
-    assert_eq!(proof_bytes(&proof), proof_bytes(&expected));
+    engine.set_cpu_fallback(fallback);
+    let params = params_for(BitsHeavy::blank(200), seed);
+    let timeline = Arc::new(Timeline::new());
+    let prover = Prover::with_engine(&params, engine.clone())
+        .unwrap()
+        .with_timeline(timeline.clone());
+    const PROOFS: usize = 12;
+    let circuits: Vec<_> = (0..PROOFS)
+        .map(|i| BitsHeavy::new((0..200).map(|j| (i + j) % 3 == 0).collect()))
+        .collect();
+    let mut rng = rng(seed + 100);
+    let rs: Vec<Scalar> = (0..PROOFS).map(|_| Scalar::random(&mut rng)).collect();
+    let ss: Vec<Scalar> = (0..PROOFS).map(|_| Scalar::random(&mut rng)).collect();
+    let expected = create_proof_batch(circuits.clone(), &params, rs.clone(), ss.clone()).unwrap();
+    let destroyer = std::thread::spawn({
+        let engine = engine.clone();
+        move || {
+            while !timeline.spans().iter().any(|span| span.name == "prove 0") {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            engine.device().unwrap().device.destroy();
+        }
+    });
+    let proved = prover.prove_batch(circuits, &rs, &ss);
+    destroyer.join().unwrap();
+    Some((proved, expected, prover, engine))
 }
 
+/// The GPU lost in the middle of a batch, with the CPU fallback: the batch's remaining
+/// proofs are made on the CPU and every proof equals bellperson's.
 #[test]
-fn gpu_lost_without_cpu_fallback_fails_the_proof_and_the_next() {
-    let Some(gpu) = common::gpu(common::Target::Native) else {
+fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
+    let Some((proved, expected, _, engine)) = batch_losing_its_gpu(true, 11) else {
         return;
     };
-    // A device of its own: this test destroys it.
-    let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
-    let engine = Arc::new(ProverEngine::on_device(own, MsmConfig::default()).unwrap());
-    engine.set_cpu_fallback(false);
-    let params = params_for(BitsHeavy::blank(200), 13);
-    let prover = Prover::with_engine(&params, engine.clone()).unwrap();
-    let circuit = BitsHeavy::new((0..200).map(|i| i % 5 == 0).collect());
-    let (r, s) = (Scalar::random(rng(72)), Scalar::random(rng(73)));
-    let expected = create_proof(circuit.clone(), &params, r, s).unwrap();
+    let proofs = proved.expect("falls back instead of failing");
+    assert!(engine.gpu_failed(), "the loss must be noticed mid-batch");
     assert_eq!(
-        proof_bytes(&prover.prove(circuit.clone(), r, s).unwrap()),
-        proof_bytes(&expected)
+        proofs.iter().map(proof_bytes).collect::<Vec<_>>(),
+        expected.iter().map(proof_bytes).collect::<Vec<_>>()
     );
+}
 
-    engine.device().unwrap().device.destroy();
-    let lost = prover.prove(circuit.clone(), r, s).unwrap_err();
+/// The GPU lost in the middle of a batch without the CPU fallback: the batch fails with the
+/// GPU's error, and so does the next proof, saying why.
+#[test]
+fn gpu_lost_mid_batch_without_cpu_fallback_fails_the_batch_and_the_next() {
+    let Some((proved, _, prover, engine)) = batch_losing_its_gpu(false, 13) else {
+        return;
+    };
+    let lost = proved.unwrap_err();
     assert!(lost.is_gpu_failure(), "{lost}");
     assert!(engine.gpu_failed(), "the loss must be noticed");
-    let next = prover.prove(circuit, r, s).unwrap_err();
+    let circuit = BitsHeavy::new((0..200).map(|i| i % 5 == 0).collect());
+    let next = prover.prove(circuit, Scalar::ONE, Scalar::ONE).unwrap_err();
     assert!(
         next.to_string().contains("does not fall back to the CPU"),
         "{next}"

@@ -355,7 +355,7 @@ fn measure<P: Program>(
             count: config.threads,
             iterations,
         };
-        let params = gpu.uniform_buffer("bench params", bytemuck::bytes_of(&params));
+        let params = gpu.uniform_buffer("bench params", bytemuck::bytes_of(&params))?;
         let start = Instant::now();
         let submission = gpu.dispatch(
             program,

@@ -239,7 +239,7 @@ impl FieldKernels {
             count: lhs.len() as u32,
             op: op as u32,
         };
-        let params = gpu.uniform_buffer("params", bytemuck::bytes_of(&params));
+        let params = gpu.uniform_buffer("params", bytemuck::bytes_of(&params))?;
         let submission = gpu.dispatch(
             &self.program,
             F::ENTRY,

@@ -24,7 +24,6 @@ pub use vector::DeviceVector;
 use crate::error::{Error, Result};
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
-use wgpu::util::DeviceExt;
 
 /// How long a wait sleeps between two non-blocking polls. Waits never block while holding
 /// the device's maintenance lock (see `GpuContext::submit`): a waiter that polled in 200 µs
@@ -96,7 +95,7 @@ pub struct UniformArray {
 }
 
 impl UniformArray {
-    pub fn new<T: bytemuck::Pod>(gpu: &GpuContext, blocks: &[T]) -> Self {
+    pub fn new<T: bytemuck::Pod>(gpu: &GpuContext, blocks: &[T]) -> Result<Self> {
         let stride = uniform_stride(
             std::mem::size_of::<T>() as u64,
             gpu.limits.min_uniform_buffer_offset_alignment as u64,
@@ -106,14 +105,8 @@ impl UniformArray {
             let at = i * stride as usize;
             bytes[at..at + std::mem::size_of::<T>()].copy_from_slice(bytemuck::bytes_of(b));
         }
-        let buffer = gpu
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("dispatch parameters"),
-                contents: &bytes,
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        UniformArray { buffer, stride }
+        let buffer = gpu.uniform_buffer("dispatch parameters", &bytes)?;
+        Ok(UniformArray { buffer, stride })
     }
 
     pub fn binding(&self, size: usize) -> wgpu::BindingResource<'_> {
@@ -267,14 +260,28 @@ impl GpuContext {
         }))
     }
 
-    /// A uniform buffer holding a small parameter block.
-    pub fn uniform_buffer(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
+    /// A uniform buffer holding a small parameter block. Written through its mapping at
+    /// creation, as wgpu's `create_buffer_init` does, but a device lost meanwhile is an error
+    /// here where `create_buffer_init` panics.
+    pub fn uniform_buffer(&self, label: &str, contents: &[u8]) -> Result<wgpu::Buffer> {
+        let size = (contents.len() as u64)
+            .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+            .max(wgpu::COPY_BUFFER_ALIGNMENT);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: wgpu::BufferUsages::UNIFORM,
+            mapped_at_creation: true,
+        });
+        let mut padded = contents.to_vec();
+        padded.resize(size as usize, 0);
+        buffer
+            .slice(..)
+            .get_mapped_range_mut()
+            .map_err(|e| Error::device("writing a uniform buffer", e))?
+            .copy_from_slice(&padded);
+        buffer.unmap();
+        Ok(buffer)
     }
 
     /// Refuses a binding the device cannot hold, with the numbers.

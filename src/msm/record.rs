@@ -179,7 +179,7 @@ impl<C: GpuCurve> MsmKernels<C> {
             .collect();
         let steps = steps(&job_chunks, &streams.of_job);
         let buckets: Vec<&wgpu::Buffer> = std::iter::once(&ws.buckets).chain(buckets).collect();
-        let recording = Recording::new(self, jobs, streams, buckets, plan, ws, &steps);
+        let recording = Recording::new(self, jobs, streams, buckets, plan, ws, &steps)?;
         let stage = |step: Step| -> Result<()> {
             let (job, chunk) = (&jobs[step.job], step.chunk);
             job.scalars
@@ -253,7 +253,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         plan: &'a MsmPlan,
         ws: &'a Workspace,
         steps: &[Step],
-    ) -> Self {
+    ) -> Result<Self> {
         let gpu = &kernels.gpu;
         let levels = plan.level_bounds.len();
         let params_of = |count: usize, level: usize, fold: bool| MsmParams {
@@ -292,7 +292,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                     _pad: [0; 3],
                 })
                 .collect::<Vec<_>>(),
-        );
+        )?;
         let scan_groups = (0..scan_lens.len())
             .map(|level| {
                 let data = if level == 0 {
@@ -310,14 +310,14 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                 )
             })
             .collect();
-        Recording {
+        Ok(Recording {
             kernels,
             jobs,
             streams,
             buckets,
             plan,
             ws,
-            params: UniformArray::new(gpu, &blocks),
+            params: UniformArray::new(gpu, &blocks)?,
             reduce_block,
             slots_block,
             strides,
@@ -329,7 +329,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
                 kernels.config.profile,
                 3 * steps.len() + 2 * jobs.len(),
             ),
-        }
+        })
     }
 
     fn grid(&self, entry: MsmEntry, threads: u64) -> (u32, u32) {

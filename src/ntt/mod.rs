@@ -483,7 +483,7 @@ impl NttKernels {
         let params = UniformArray::new(
             &self.gpu,
             &steps.iter().map(|s| s.params).collect::<Vec<_>>(),
-        );
+        )?;
         let mut groups: HashMap<(u8, usize, usize), wgpu::BindGroup> = HashMap::new();
         let mut bind = |binds: Binds| {
             let (key, data, partner, b, c) = match binds {

@@ -171,23 +171,24 @@ impl SparseKernels {
         }
         let inputs_at = u32::try_from(system.values().len())
             .map_err(|_| Error::Internal("over 2^32 coefficient values".into()))?;
-        let chunk = |part: usize, count: usize, out_first: usize, words, entries| {
-            let params = SparseParams {
-                count: count as u32,
-                out_first: out_first as u32,
-                inputs_at,
-                aux_part_log: layouts.aux.part_len().trailing_zeros(),
+        let chunk =
+            |part: usize, count: usize, out_first: usize, words, entries| -> Result<Chunk> {
+                let params = SparseParams {
+                    count: count as u32,
+                    out_first: out_first as u32,
+                    inputs_at,
+                    aux_part_log: layouts.aux.part_len().trailing_zeros(),
+                };
+                Ok(Chunk {
+                    part,
+                    params,
+                    uniform: self
+                        .gpu
+                        .uniform_buffer("sparse parameters", bytemuck::bytes_of(&params))?,
+                    words,
+                    entries,
+                })
             };
-            Chunk {
-                part,
-                params,
-                uniform: self
-                    .gpu
-                    .uniform_buffer("sparse parameters", bytemuck::bytes_of(&params)),
-                words,
-                entries,
-            }
-        };
         let bytes = Self::bytes_of(system);
         let budget = match pool {
             Some(pool) => Some(pool.set_aside(bytes).ok_or_else(|| Error::VramBudget {
@@ -229,7 +230,7 @@ impl SparseKernels {
                             start - range.start,
                             words,
                             entries,
-                        ));
+                        )?);
                         start = stop;
                     }
                 }
@@ -249,7 +250,7 @@ impl SparseKernels {
                             start - range.start,
                             words,
                             entries,
-                        ));
+                        )?);
                     }
                 }
                 Ok(chunks)

@@ -205,7 +205,7 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
                     k3: words[3],
                     first: (k_chunk * chunk) as u32,
                 };
-                let params = gpu.uniform_buffer("subgroup params", bytemuck::bytes_of(&params));
+                let params = gpu.uniform_buffer("subgroup params", bytemuck::bytes_of(&params))?;
                 gpu.dispatch(
                     &self.program,
                     SubgroupEntry,
