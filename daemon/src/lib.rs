@@ -7,7 +7,8 @@
 //! - [`backend`]: what proves: Filecoin's PoRep C2, Winning and Window PoSt and SnapDeals
 //!   through wgpu-groth16, parameters resident; [`circuits`]: the circuit ids naming them.
 //! - [`service`]: the RPCs over the scheduler.
-//! - [`load`]: a load generator, many clients' jobs against a running daemon.
+//! - [`load`]: a load generator, many clients' jobs against a running daemon; [`soak`]: many
+//!   small jobs, some bad, cancelled or sent twice, then a flood, each job's answer checked.
 
 pub mod backend;
 pub mod circuits;
@@ -15,6 +16,7 @@ pub mod load;
 pub mod peers;
 pub mod scheduler;
 pub mod service;
+pub mod soak;
 
 /// The generated protocol: messages, server and client.
 pub mod pb {

@@ -52,9 +52,7 @@ impl LoadReport {
     /// The latency at or below which `percent` of the completed jobs came back (nearest
     /// rank); `None` without a completed job.
     pub fn latency_percentile(&self, percent: f64) -> Option<Duration> {
-        let n = self.latencies.len();
-        let rank = ((percent / 100.0) * n as f64).ceil() as usize;
-        self.latencies.get(rank.clamp(1, n.max(1)) - 1).copied()
+        percentile(&self.latencies, percent)
     }
 
     /// `time` over the lanes' wall time (wall x lanes).
@@ -121,6 +119,26 @@ impl fmt::Display for LoadReport {
     }
 }
 
+/// The value at or below which `percent` of `sorted` lie (nearest rank); `None` for none.
+pub fn percentile(sorted: &[Duration], percent: f64) -> Option<Duration> {
+    let n = sorted.len();
+    let rank = ((percent / 100.0) * n as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, n.max(1)) - 1).copied()
+}
+
+/// A client of the daemon at `address` (`endpoint`), sending requests up to the daemon's
+/// largest.
+pub(crate) async fn connect(
+    endpoint: &Endpoint,
+    address: &str,
+) -> Result<ProvingEngineClient<Channel>, String> {
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| format!("cannot reach the daemon at {address}: {e}"))?;
+    Ok(ProvingEngineClient::new(channel).max_encoding_message_size(MAX_MESSAGE_BYTES))
+}
+
 /// Sends `jobs` copies of `job` to the daemon at `address` from `clients` concurrent clients
 /// and waits for every result. An unreachable daemon is an error; a job that fails is
 /// counted in the report.
@@ -137,16 +155,7 @@ pub async fn run(
     }
     let endpoint = Endpoint::from_shared(address.to_string())
         .map_err(|e| format!("bad daemon address {address:?}: {e}"))?;
-    let connect = || async {
-        let channel = endpoint
-            .connect()
-            .await
-            .map_err(|e| format!("cannot reach the daemon at {address}: {e}"))?;
-        Ok::<_, String>(
-            ProvingEngineClient::new(channel).max_encoding_message_size(MAX_MESSAGE_BYTES),
-        )
-    };
-    let lanes = connect()
+    let lanes = connect(&endpoint, address)
         .await?
         .get_status(GetStatusRequest {})
         .await
@@ -157,7 +166,7 @@ pub async fn run(
     let clients = clients.min(jobs);
     let mut connected = Vec::with_capacity(clients);
     for _ in 0..clients {
-        connected.push(connect().await?);
+        connected.push(connect(&endpoint, address).await?);
     }
     let run_id = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -416,8 +416,17 @@ fn place(state: &State, job_id: &str) -> (u32, Option<usize>) {
     }
 }
 
-/// Keeps a finished job's outcome, letting the oldest go beyond [`KEPT_FINISHED`].
+/// Keeps a finished job's outcome, letting the oldest go beyond [`KEPT_FINISHED`]. Its
+/// request keeps only its id and kind (what a late await or a resubmission needs): a C1
+/// output is ~40 MB at 32 GiB, and thousands kept would hold the host's memory.
 fn finished(state: &mut State, job_id: &str) {
+    if let Some(job) = state.jobs.get_mut(job_id) {
+        job.request = Arc::new(SubmitProofRequest {
+            request_id: job.request.request_id.clone(),
+            proof_kind: job.request.proof_kind,
+            ..Default::default()
+        });
+    }
     state.finished.push_back(job_id.to_string());
     while state.finished.len() > KEPT_FINISHED {
         if let Some(old) = state.finished.pop_front() {

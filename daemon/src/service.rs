@@ -280,6 +280,14 @@ impl Service {
             "Device memory each GPU lane's engine holds by its own accounting (not the driver's).",
             &vram,
         );
+        if let Some(bytes) = resident_bytes() {
+            metric(
+                "process_resident_memory_bytes",
+                "gauge",
+                "Resident memory size in bytes.",
+                &[(String::new(), bytes as f64)],
+            );
+        }
         metric(
             "wgpu_groth16_uptime_seconds",
             "gauge",
@@ -288,4 +296,18 @@ impl Service {
         );
         text
     }
+}
+
+/// This process's resident set (`VmRSS`), where the platform tells it (Linux).
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib << 10)
 }

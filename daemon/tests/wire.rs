@@ -16,12 +16,12 @@ use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverConfig, ProverEngine, ProvingParameters};
 use wgpu_groth16_daemon::backend::{Comparison, FilecoinBackend};
-use wgpu_groth16_daemon::load;
 use wgpu_groth16_daemon::pb::await_proof_response::Status;
 use wgpu_groth16_daemon::pb::proving_engine_client::ProvingEngineClient;
 use wgpu_groth16_daemon::pb::*;
 use wgpu_groth16_daemon::peers::{Network, Peers};
 use wgpu_groth16_daemon::scheduler::{Backend, Lane, LoadedSrs, Proved};
+use wgpu_groth16_daemon::{load, soak};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::post::PostJob;
@@ -1507,4 +1507,154 @@ fn evict_and_preload_racing_running_proofs_lose_no_job() {
         );
         assert!(status.loaded_srs.iter().all(|srs| srs.ref_count == 0));
     });
+}
+
+/// A soak at CI's size (`soak::run`, what `wgpu-groth16-daemon soak` runs): Winning PoSt
+/// jobs from 8 clients on two CPU lanes, a quarter of them cut short, cancelled at once or
+/// submitted twice, then a flood past `max_pending`: every job answered once as its kind
+/// says, the daemon's counters agree with what the clients saw, the flood's excess refused
+/// with RESOURCE_EXHAUSTED and its admitted jobs completed.
+#[test]
+fn a_soak_answers_every_job_once_and_a_flood_past_the_bound_is_refused() {
+    let _files = WINNING_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let winning = Winning::new(61);
+    write_winning_params(&winning, 61);
+    let backend = FilecoinBackend::new(cpu_engines(1)).with_jobs_per_engine(2);
+    const MAX_PENDING: usize = 4;
+    let (runtime, address, _stop) = serve_on_loopback(Arc::new(backend), MAX_PENDING, Peers::any());
+    let plan = soak::SoakPlan {
+        kinds: vec![soak::SoakJob {
+            name: "winning-2k".into(),
+            request: winning.request("", 2048),
+        }],
+        jobs: 12,
+        clients: 4,
+        anomaly_percent: 25,
+        flood: 8,
+        sample_every: Duration::from_millis(500),
+    };
+    let report = runtime.block_on(soak::run(&address, &plan)).unwrap();
+    eprintln!("{report}");
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(
+        (report.bad, report.cancelled_asked, report.resubmitted),
+        (1, 1, 1)
+    );
+    assert_eq!(report.failed, report.bad, "{report}");
+    assert_eq!(
+        report.completed + report.failed + report.cancelled,
+        plan.jobs,
+        "{report}"
+    );
+    let flood = &report.flood;
+    assert!(flood.refused > 0, "{report}");
+    assert!(flood.completed <= MAX_PENDING + 2, "{report}");
+    assert_eq!(flood.refused + flood.completed, flood.sent, "{report}");
+    assert!(report.samples.len() >= 2);
+    assert!(report.samples.iter().all(|s| s.resident_bytes.is_some()));
+}
+
+/// Proves in `delay` by answering 192 bytes, and fails a payload shorter than `least`
+/// bytes: the daemon's queue at the pace of small jobs, without their proving.
+struct Quick {
+    delay: Duration,
+    least: usize,
+}
+
+impl Backend for Quick {
+    fn lanes(&self) -> Vec<Lane> {
+        (0..2)
+            .map(|i| Lane {
+                name: format!("quick {i}"),
+            })
+            .collect()
+    }
+
+    fn prove(
+        &self,
+        request: &SubmitProofRequest,
+        _: usize,
+        _: &CancelToken,
+    ) -> Result<Proved, String> {
+        std::thread::sleep(self.delay);
+        if request.vanilla_proof.len() < self.least {
+            return Err(format!("{} bytes: cut short", request.vanilla_proof.len()));
+        }
+        Ok(Proved {
+            proof: vec![7; 192],
+            srs_load: Duration::ZERO,
+            synthesis: Duration::ZERO,
+            gpu_compute: self.delay,
+        })
+    }
+
+    fn preload(&self, _: &str) -> Result<(bool, Duration), String> {
+        Ok((true, Duration::ZERO))
+    }
+
+    fn evict(&self, _: &str) -> Result<(bool, u64), String> {
+        Ok((false, 0))
+    }
+
+    fn loaded(&self) -> Vec<LoadedSrs> {
+        Vec::new()
+    }
+}
+
+/// The soak at the size, at the pace of a quick backend: 2,000 jobs of 256 KiB
+/// payloads from 32 clients, 10% of them cut short, cancelled or submitted twice, then a
+/// flood of 200: every job answered once, the counters agree, the excess of the flood
+/// refused, and the daemon's resident memory flat once warm: a finished job keeps no
+/// payload (2,000 kept would hold 500 MB).
+#[test]
+fn a_soak_of_two_thousand_jobs_keeps_its_memory_flat() {
+    const PAYLOAD: usize = 256 << 10;
+    let backend = Quick {
+        delay: Duration::from_millis(2),
+        least: PAYLOAD,
+    };
+    const MAX_PENDING: usize = 64;
+    let (runtime, address, _stop) = serve_on_loopback(Arc::new(backend), MAX_PENDING, Peers::any());
+    let mut request = job("", Priority::Normal, &vec![1; PAYLOAD]);
+    request.proof_kind = ProofKind::WinningPost as i32;
+    let plan = soak::SoakPlan {
+        kinds: vec![soak::SoakJob {
+            name: "quick".into(),
+            request,
+        }],
+        jobs: 2000,
+        clients: 32,
+        anomaly_percent: 10,
+        flood: 200,
+        sample_every: Duration::from_millis(100),
+    };
+    let report = runtime.block_on(soak::run(&address, &plan)).unwrap();
+    eprintln!("{report}");
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.failed, report.bad, "{report}");
+    assert_eq!(report.completed + report.failed + report.cancelled, 2000);
+    // Jobs of 2 ms drain the queue as the flood arrives: only some of it is refused.
+    assert!(report.flood.refused > 0, "{report}");
+    assert_eq!(
+        report.flood.refused + report.flood.completed,
+        200,
+        "{report}"
+    );
+    // From a quarter of the jobs on, the resident set stays within 64 MiB of its value then.
+    let warm = report
+        .samples
+        .iter()
+        .find(|s| s.jobs >= 500)
+        .and_then(|s| s.resident_bytes)
+        .expect("a sample once warm");
+    let peak = report
+        .samples
+        .iter()
+        .filter_map(|s| s.resident_bytes)
+        .max()
+        .unwrap();
+    assert!(
+        peak < warm + (64 << 20),
+        "the resident set grew from {warm} to {peak} bytes: {report}"
+    );
 }
