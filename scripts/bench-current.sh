@@ -24,6 +24,10 @@
 #               sectors back to back; peak RSS and VRAM (~15 min est.; ~60 GiB of memory and
 #               ~60 GiB of disk, est.); real32_setup, real32_c2 and real32_sectors
 #               are its three parts
+#   soak        the daemon under SOAK_JOBS (2,000) 2 KiB C2 jobs from 32 clients, 10% of them
+#               cut short, cancelled or sent twice, then a flood of 200 past --max-pending
+#               64: answers against the daemon's counters, latency, RSS and VRAM over time
+#               (`wgpu-groth16-daemon soak`; ~3 min of setup, then est. ~10 min)
 #   streamed    G1 MSMs of 2^27 with every base streamed, by chunk size and window count,
 #               beside resident runs cut alike; then two and four streamed MSMs together,
 #               and G2 at 2^26 (~10 min)
@@ -183,6 +187,25 @@ c2() {
     kill "$daemon"
     wait "$daemon" || true
     tail -5 "$work/daemon.log"
+}
+
+soak() {
+    local sector=$work/sector c1=$work/c1.json
+    rm -rf "$sector" && mkdir -p "$sector" "$FIL_PROOFS_PARAMETER_CACHE"
+    wgf setup --proof StackedDrg2KiBV1_1 --seed 1
+    wgf seal --proof StackedDrg2KiBV1_1 --miner-id 1000 --sector-id 7 --dir "$sector" --out "$c1"
+    "$bin/wgpu-groth16-daemon" serve --listen 127.0.0.1:9821 --jobs-per-gpu 2 --max-pending 64 \
+        --preload porep-2k >"$work/soak-daemon.log" 2>&1 &
+    local daemon=$!
+    for _ in $(seq 600); do
+        grep -q "serving" "$work/soak-daemon.log" && break
+        sleep 1
+    done
+    "$bin/wgpu-groth16-daemon" soak --address http://127.0.0.1:9821 --c1 "$c1" \
+        --miner-id 1000 --sector-id 7 --clients 32 --jobs "${SOAK_JOBS:-2000}" \
+        --anomalies 10 --flood 200 --sample-every 10 || true
+    kill "$daemon"
+    wait "$daemon" || true
 }
 
 for part in $parts; do

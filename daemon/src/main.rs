@@ -84,6 +84,37 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         jobs: usize,
     },
+    /// Soak a running daemon: JOBS POREP_SEAL_COMMIT jobs of one C1 output from CLIENTS
+    /// concurrent clients, ANOMALIES in a hundred of them cut short, cancelled at once or
+    /// submitted twice; then FLOOD submissions at once past --max-pending. Prints each kind
+    /// of answer beside the daemon's own counters (which must agree: no job lost or answered
+    /// twice), latency percentiles, and the daemon's RSS and VRAM over time. Exit status 1
+    /// if anything was unexpected.
+    Soak {
+        /// The daemon's address.
+        #[arg(long, default_value = "http://127.0.0.1:9820")]
+        address: String,
+        /// The C1 output (filecoin-proofs-api's JSON or Curio's wrapper), sent as it is.
+        #[arg(long)]
+        c1: PathBuf,
+        /// The miner (actor id) the sector was sealed for.
+        #[arg(long)]
+        miner_id: u64,
+        /// The sector number; needed unless the C1 output is Curio's wrapper.
+        #[arg(long, default_value_t = 0)]
+        sector_id: u64,
+        #[arg(long, default_value_t = 32)]
+        clients: usize,
+        #[arg(long, default_value_t = 2000)]
+        jobs: usize,
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=100))]
+        anomalies: u32,
+        #[arg(long, default_value_t = 200)]
+        flood: usize,
+        /// Seconds between samples of the daemon's memory.
+        #[arg(long, default_value_t = 5.0)]
+        sample_every: f64,
+    },
 }
 
 async fn shutdown_signal() {
@@ -144,6 +175,31 @@ fn main() -> ExitCode {
             clients,
             jobs,
         } => load(&address, &c1, miner_id, sector_id, clients, jobs),
+        Command::Soak {
+            address,
+            c1,
+            miner_id,
+            sector_id,
+            clients,
+            jobs,
+            anomalies,
+            flood,
+            sample_every,
+        } => c2_request(&c1, miner_id, sector_id).and_then(|request| {
+            let plan = wgpu_groth16_daemon::soak::SoakPlan {
+                kinds: vec![wgpu_groth16_daemon::soak::SoakJob {
+                    name: "POREP_SEAL_COMMIT".into(),
+                    request,
+                }],
+                jobs,
+                clients,
+                anomaly_percent: anomalies,
+                flood,
+                sample_every: std::time::Duration::try_from_secs_f64(sample_every)
+                    .map_err(|e| format!("--sample-every {sample_every}: {e}"))?,
+            };
+            soak(&address, &plan)
+        }),
     };
     match result {
         Ok(status) => status,
@@ -214,6 +270,49 @@ fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
+/// A POREP_SEAL_COMMIT request of the C1 output at `c1`, read whole up to the daemon's
+/// largest request.
+fn c2_request(
+    c1: &std::path::Path,
+    miner_id: u64,
+    sector_id: u64,
+) -> Result<SubmitProofRequest, String> {
+    use std::io::Read;
+    let limit = wgpu_groth16_daemon::MAX_MESSAGE_BYTES as u64;
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", c1.display());
+    let mut vanilla_proof = Vec::new();
+    std::fs::File::open(c1)
+        .map_err(cannot)?
+        .take(limit + 1)
+        .read_to_end(&mut vanilla_proof)
+        .map_err(cannot)?;
+    if vanilla_proof.len() as u64 > limit {
+        return Err(format!(
+            "{}: more than the {limit} bytes a request can carry",
+            c1.display()
+        ));
+    }
+    Ok(SubmitProofRequest {
+        proof_kind: ProofKind::PorepSealCommit as i32,
+        priority: Priority::Normal as i32,
+        vanilla_proof,
+        sector_number: sector_id,
+        miner_id,
+        ..Default::default()
+    })
+}
+
+/// Prints the report; status 1 if anything was unexpected.
+fn soak(address: &str, plan: &wgpu_groth16_daemon::soak::SoakPlan) -> Result<ExitCode, String> {
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let report = runtime.block_on(wgpu_groth16_daemon::soak::run(address, plan))?;
+    print!("{report}");
+    match report.is_clean() {
+        true => Ok(ExitCode::SUCCESS),
+        false => Err("the soak saw what it should not have (above)".into()),
+    }
+}
+
 /// Prints the report (with the first failures); status 1 if a job failed.
 fn load(
     address: &str,
@@ -223,16 +322,7 @@ fn load(
     clients: usize,
     jobs: usize,
 ) -> Result<ExitCode, String> {
-    let vanilla_proof =
-        std::fs::read(c1).map_err(|e| format!("cannot read {}: {e}", c1.display()))?;
-    let job = SubmitProofRequest {
-        proof_kind: ProofKind::PorepSealCommit as i32,
-        priority: Priority::Normal as i32,
-        vanilla_proof,
-        sector_number: sector_id,
-        miner_id,
-        ..Default::default()
-    };
+    let job = c2_request(c1, miner_id, sector_id)?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let report = runtime.block_on(wgpu_groth16_daemon::load::run(address, job, clients, jobs))?;
     print!("{report}");
