@@ -12,6 +12,10 @@ pub mod memory;
 pub mod output;
 pub mod signals;
 
+/// `verify`'s readers of files from elsewhere: a `.vk` file, a proof file, public inputs
+/// (a file or a list). Each reads no more than its format allows.
+pub use commands::verify::{parse_inputs, read_proof, read_verifying_key};
+
 use clap::Parser;
 use std::io;
 use std::path::Path;

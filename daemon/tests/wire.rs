@@ -30,6 +30,8 @@ use wgpu_groth16_filecoin::{ProofJob, SealCommit};
 
 #[path = "../../filecoin/tests/common/mod.rs"]
 mod common;
+#[path = "../../filecoin/tests/common/hostile.rs"]
+mod hostile;
 
 /// Proves by returning the payload reversed, once the test opens the gate, and reports
 /// `compute` as its GPU time; records the order jobs started in. A job whose payload is
@@ -1657,4 +1659,186 @@ fn a_soak_of_two_thousand_jobs_keeps_its_memory_flat() {
         peak < warm + (64 << 20),
         "the resident set grew from {warm} to {peak} bytes: {report}"
     );
+}
+
+/// Request bodies as bytes, below the generated client: sent as they are.
+#[derive(Clone, Copy, Default)]
+struct Raw;
+
+impl tonic::codec::Codec for Raw {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = Raw;
+    type Decoder = Raw;
+
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
+
+impl tonic::codec::Encoder for Raw {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn encode(
+        &mut self,
+        item: Vec<u8>,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(dst, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for Raw {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn decode(
+        &mut self,
+        src: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Vec<u8>>, tonic::Status> {
+        let mut bytes = vec![0; bytes::Buf::remaining(src)];
+        bytes::Buf::copy_to_slice(src, &mut bytes);
+        Ok(Some(bytes))
+    }
+}
+
+/// Every message the daemon reads, decoded from hostile bytes by the generated code (no
+/// panic, no allocation sized by a length field), and sent as raw bodies to each RPC of a
+/// running daemon: each call answered (a response or an error status) within 10 s, and
+/// the daemon then serves a valid job as before.
+#[test]
+fn hostile_protobuf_bodies_are_answered_and_the_daemon_goes_on() {
+    use prost::Message;
+    let payload = vec![1; 512];
+    let mut submit = job("raw", Priority::Normal, &payload);
+    submit.proof_kind = ProofKind::WinningPost as i32;
+    submit.vanilla_proofs = vec![vec![2; 300], vec![3; 40]];
+    submit.randomness = vec![4; 32];
+    let bodies: [(&str, Vec<u8>); 7] = [
+        ("SubmitProof", submit.encode_to_vec()),
+        (
+            "Prove",
+            ProveRequest {
+                submit: Some(submit.clone()),
+            }
+            .encode_to_vec(),
+        ),
+        (
+            "AwaitProof",
+            AwaitProofRequest {
+                job_id: "job-0".into(),
+                timeout_ms: 5,
+            }
+            .encode_to_vec(),
+        ),
+        (
+            "CancelProof",
+            CancelProofRequest {
+                job_id: "job-0".into(),
+            }
+            .encode_to_vec(),
+        ),
+        ("GetStatus", GetStatusRequest {}.encode_to_vec()),
+        (
+            "PreloadSRS",
+            PreloadSrsRequest {
+                circuit_id: "winning-2k".into(),
+            }
+            .encode_to_vec(),
+        ),
+        (
+            "EvictSRS",
+            EvictSrsRequest {
+                circuit_id: "winning-2k".into(),
+            }
+            .encode_to_vec(),
+        ),
+    ];
+    // A field announcing 2^60 bytes; a varint that never ends.
+    let mut huge = vec![0x22];
+    let mut length = 1u64 << 60;
+    while length >= 0x80 {
+        huge.push((length as u8) | 0x80);
+        length >>= 7;
+    }
+    huge.push(length as u8);
+    let made = || {
+        [
+            ("a length of 2^60".to_string(), huge.clone()),
+            (
+                "an endless varint".to_string(),
+                vec![0x08; 1].into_iter().chain([0xff; 20]).collect(),
+            ),
+        ]
+    };
+    let mut failures = Vec::new();
+    for (seed, (rpc, body)) in bodies.iter().enumerate() {
+        let inputs = made()
+            .into_iter()
+            .chain(hostile::mutants(body.clone(), 100 + seed as u64));
+        let decode = |bytes: &[u8]| -> Result<(), prost::DecodeError> {
+            match *rpc {
+                "SubmitProof" => SubmitProofRequest::decode(bytes).map(drop),
+                "Prove" => ProveRequest::decode(bytes).map(drop),
+                "AwaitProof" => AwaitProofRequest::decode(bytes).map(drop),
+                "CancelProof" => CancelProofRequest::decode(bytes).map(drop),
+                "GetStatus" => GetStatusRequest::decode(bytes).map(drop),
+                "PreloadSRS" => PreloadSrsRequest::decode(bytes).map(drop),
+                _ => EvictSrsRequest::decode(bytes).map(drop),
+            }
+        };
+        failures.extend(hostile::hostile(&format!("protobuf-{rpc}"), inputs, decode));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    let backend = Quick {
+        delay: Duration::from_millis(1),
+        least: 1,
+    };
+    let (runtime, address, _stop) = serve_on_loopback(Arc::new(backend), 8, Peers::any());
+    runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(address.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut raw = tonic::client::Grpc::new(channel.clone());
+        let (mut answered, mut refused) = (0, 0);
+        for (seed, (rpc, body)) in bodies.iter().enumerate() {
+            let inputs = made()
+                .into_iter()
+                .chain(hostile::mutants(body.clone(), 200 + seed as u64).take(150));
+            let path = format!("/cuzk.v1.ProvingEngine/{rpc}");
+            for (name, bytes) in inputs {
+                raw.ready().await.unwrap();
+                let call = raw.unary(
+                    tonic::Request::new(bytes),
+                    tonic::codegen::http::uri::PathAndQuery::try_from(path.as_str()).unwrap(),
+                    Raw,
+                );
+                match tokio::time::timeout(Duration::from_secs(10), call).await {
+                    Ok(Ok(_)) => answered += 1,
+                    Ok(Err(_)) => refused += 1,
+                    Err(_) => panic!("{rpc} {name}: no answer within 10 s"),
+                }
+            }
+        }
+        eprintln!("raw bodies: {answered} answered, {refused} refused with a status");
+        let mut client = ProvingEngineClient::new(channel);
+        let mut valid = submit.clone();
+        valid.request_id = "after the hostile bodies".into();
+        let done = prove(&mut client, valid).await;
+        assert_eq!(
+            done.status,
+            Status::Completed as i32,
+            "{}",
+            done.error_message
+        );
+    });
 }

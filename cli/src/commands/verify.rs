@@ -121,7 +121,7 @@ impl<'a> Input<'a> {
 }
 
 /// Reads a `.vk` file: its header says how many `ic` points follow, and no more is read.
-fn read_verifying_key(path: &Path) -> CliResult<VerifyingKey<Bls12>> {
+pub fn read_verifying_key(path: &Path) -> CliResult<VerifyingKey<Bls12>> {
     let mut input = Input::open(path, "verifying key")?;
     let header = input.read_up_to(VK_HEADER as u64)?;
     let count = match header.get(VK_HEADER - 4..) {
@@ -147,7 +147,8 @@ fn read_verifying_key(path: &Path) -> CliResult<VerifyingKey<Bls12>> {
     Ok(vk)
 }
 
-fn read_proof(path: &Path) -> CliResult<Proof<Bls12>> {
+/// Reads a proof file: bellperson's compressed proof and nothing after it.
+pub fn read_proof(path: &Path) -> CliResult<Proof<Bls12>> {
     let mut input = Input::open(path, "proof")?;
     let bytes = input.read_up_to(PROOF_SIZE as u64)?;
     let proof = Proof::<Bls12>::read(bytes.as_slice())
@@ -186,7 +187,7 @@ fn open_without_waiting(path: &Path) -> io::Result<File> {
 /// `--inputs`: a file of field elements one a line (as `prove --inputs-out` writes them) or
 /// the elements themselves, comma-separated; each the hex of its canonical little-endian
 /// bytes. A file is read only as far as `expected` inputs can reach.
-fn parse_inputs(arg: &str, expected: usize) -> CliResult<Vec<Scalar>> {
+pub fn parse_inputs(arg: &str, expected: usize) -> CliResult<Vec<Scalar>> {
     let path = Path::new(arg);
     let (text, source) = if fs::metadata(path).is_ok() {
         let mut input = Input::open(path, "public inputs")?;
