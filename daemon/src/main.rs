@@ -25,6 +25,17 @@ struct Cli {
 enum Command {
     /// Serve cuzk.v1.ProvingEngine until SIGTERM or Ctrl-C: pending jobs are then cancelled
     /// and running ones finish.
+    #[command(
+        after_help = "What it promises: every admitted job is answered exactly once \
+        (a proof, a failure with a message, or CANCELLED), whatever its payload and whatever \
+        happens to its parameter files, the cache folder or the GPU; a bad job fails alone; \
+        a submission past --max-pending is refused at once (RESOURCE_EXHAUSTED); a lost GPU \
+        is redone on the CPU unless --no-cpu-fallback; memory stays flat (a finished job \
+        keeps its outcome, not its payload); a parameter file cut or rewritten on disk is an \
+        error of the job that loads it, never a crash; no half-written cache file is read \
+        as whole. The protocol has no authentication: keep the default loopback address or \
+        use --allow and a firewall. More: docs/daemon.md."
+    )]
     Serve {
         /// Address to listen on (Curio's `[Cuzk] Address`). The protocol has no
         /// authentication: beyond loopback, whoever reaches the address can submit jobs
