@@ -22,8 +22,9 @@
 #               C1 output (`seal --benchmark-only`), then `c2 --benchmark` with the file
 #               recorded as checked and with every point checked (on the GPU), and three
 #               sectors back to back; peak RSS and VRAM (~15 min est.; ~60 GiB of memory and
-#               ~60 GiB of disk, est.); real32_setup, real32_c2 and real32_sectors
-#               are its three parts
+#               ~60 GiB of disk, est.), and three sectors through the daemon
+#               (`serve --benchmark-jobs`); real32_setup, real32_c2, real32_sectors and
+#               real32_daemon are its parts
 #   soak        the daemon under SOAK_JOBS (2,000) 2 KiB C2 jobs from 32 clients, 10% of them
 #               cut short, cancelled or sent twice, then a flood of 200 past --max-pending
 #               64: answers against the daemon's counters, latency, RSS and VRAM over time
@@ -107,6 +108,7 @@ real32() {
     real32_setup
     real32_c2
     real32_sectors
+    real32_daemon
 }
 
 # real32 in three parts, for device calls too short for all of it; each part needs the files
@@ -144,6 +146,25 @@ real32_sectors() {
         --miner-id 1000 --sector-id 7 --benchmark --sectors 3 \
         --trace "$work/c2-32g-three.trace.json"
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g-three.txt") MiB"
+}
+
+real32_daemon() {
+    local vram
+    vram=$(sample_vram "$work/vram-32g-daemon.txt")
+    "$bin/wgpu-groth16-daemon" serve --listen 127.0.0.1:9822 --benchmark-jobs \
+        --preload porep-32g >"$work/daemon-32g.log" 2>&1 &
+    local daemon=$!
+    for _ in $(seq 900); do
+        grep -q "serving" "$work/daemon-32g.log" && break
+        sleep 1
+    done
+    echo "three sectors through the daemon, one after another:"
+    "$bin/wgpu-groth16-daemon" load --address http://127.0.0.1:9822 --c1 "$work/c1-32g.json" \
+        --miner-id 1000 --sector-id 7 --clients 3 --jobs 3 || true
+    kill "$daemon"
+    wait "$daemon" || true
+    tail -5 "$work/daemon-32g.log"
+    [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g-daemon.txt") MiB"
 }
 
 streamed() {

@@ -75,6 +75,8 @@ pub struct FilecoinBackend {
     /// One parameter load at a time: two jobs of a new kind must not load it twice.
     loading: Mutex<()>,
     comparison: Option<Comparison>,
+    /// Takes benchmark-only C1 outputs (see [`with_benchmark_jobs`](Self::with_benchmark_jobs)).
+    benchmark_jobs: bool,
 }
 
 impl FilecoinBackend {
@@ -86,7 +88,18 @@ impl FilecoinBackend {
             resident: Mutex::new(HashMap::new()),
             loading: Mutex::new(()),
             comparison: None,
+            benchmark_jobs: false,
         }
+    }
+
+    /// Takes benchmark-only C1 outputs (`seal --benchmark-only`: random vanilla proofs of a
+    /// sector's real shape, marked as such) as PoRep jobs, for timing the daemon at
+    /// production sizes: their vanilla proofs are not checked and their proofs, which
+    /// cannot verify, are not checked by `verify_seal`. Every other C1 output is checked and
+    /// its proof verified as always; without this, benchmark-only ones are refused.
+    pub fn with_benchmark_jobs(mut self, on: bool) -> Self {
+        self.benchmark_jobs = on;
+        self
     }
 
     /// `jobs` lanes per engine (at least one), proving that many jobs on it at once with
@@ -288,15 +301,21 @@ impl FilecoinBackend {
     ) -> Result<Proved, String> {
         let c1 = C1Output::from_json(&request.vanilla_proof, "vanilla_proof")
             .map_err(|e| e.to_string())?;
-        c1.require_sealed().map_err(|e| e.to_string())?;
+        let benchmark = c1.benchmark_only;
+        if !self.benchmark_jobs {
+            c1.require_sealed()
+                .map_err(|e| format!("{e} (a daemon takes them with `serve --benchmark-jobs`)"))?;
+        }
         let given = (request.sector_number != 0).then_some(request.sector_number);
         let sector_id = c1.sector_id(given).map_err(|e| e.to_string())?;
         let commit = SealCommit::new(c1.phase1, prover_id_of_miner(request.miner_id), sector_id)
             .map_err(|e| e.to_string())?;
-        commit.check_vanilla_proofs().map_err(|e| e.to_string())?;
+        if !benchmark {
+            commit.check_vanilla_proofs().map_err(|e| e.to_string())?;
+        }
         let (proofs, proved) = self.prove_job(&commit, Circuit::Porep, request, lane, cancel)?;
         let proof = commit.proof_bytes(&proofs).map_err(|e| e.to_string())?;
-        if self.comparison.as_ref().is_none_or(|c| c.verify) {
+        if !benchmark && self.comparison.as_ref().is_none_or(|c| c.verify) {
             commit.verify(&proof).map_err(|e| e.to_string())?;
         }
         Ok(Proved { proof, ..proved })

@@ -69,6 +69,12 @@ enum Command {
         /// takes hours there, and Curio can retry the job on another machine.
         #[arg(long)]
         no_cpu_fallback: bool,
+        /// Take benchmark-only C1 outputs (`wgpu-groth16-filecoin seal --benchmark-only`) as
+        /// PoRep jobs, for timing the daemon at production sizes: their vanilla proofs are
+        /// not checked, and their proofs (which cannot verify) not checked by verify_seal.
+        /// Every other job is checked as always. Not for a daemon whose proofs go on chain.
+        #[arg(long)]
+        benchmark_jobs: bool,
         /// Each GPU's budget, shared by its lanes' jobs.
         #[command(flatten)]
         vram: VramArgs,
@@ -161,6 +167,7 @@ fn main() -> ExitCode {
             gpus,
             jobs_per_gpu,
             no_cpu_fallback,
+            benchmark_jobs,
             vram,
         } => match vram.bytes() {
             Err(e) => Err(e.to_string()),
@@ -174,6 +181,7 @@ fn main() -> ExitCode {
                     gpus,
                     jobs_per_gpu,
                     cpu_fallback: !no_cpu_fallback,
+                    benchmark_jobs,
                     vram_budget,
                 },
             ),
@@ -226,6 +234,7 @@ struct Lanes {
     gpus: usize,
     jobs_per_gpu: usize,
     cpu_fallback: bool,
+    benchmark_jobs: bool,
     vram_budget: Option<u64>,
 }
 
@@ -247,7 +256,17 @@ fn serve(
     for engine in &engines {
         engine.set_cpu_fallback(lanes.cpu_fallback);
     }
-    let backend = Arc::new(FilecoinBackend::new(engines).with_jobs_per_engine(lanes.jobs_per_gpu));
+    if lanes.benchmark_jobs {
+        log::warn!(
+            "--benchmark-jobs: benchmark-only C1 outputs are proved unchecked, and their proofs \
+             cannot verify; not for a daemon whose proofs go on chain"
+        );
+    }
+    let backend = Arc::new(
+        FilecoinBackend::new(engines)
+            .with_jobs_per_engine(lanes.jobs_per_gpu)
+            .with_benchmark_jobs(lanes.benchmark_jobs),
+    );
     for circuit_id in preload {
         use wgpu_groth16_daemon::scheduler::Backend;
         let (_, took) = backend.preload(circuit_id)?;

@@ -689,22 +689,7 @@ fn bad_jobs_fail_alone() {
         // A real C2 whose sector size has no parameters in the cache.
         let no_parameters = c2_request("g", common::MINER_ID);
         // Random vanilla proofs of the real shape, marked benchmark-only.
-        let sealed = common::sealed();
-        let benchmark = wgpu_groth16_filecoin::c1::C1Output {
-            phase1: wgpu_groth16_filecoin::sealing::benchmark_c1(
-                sealed.phase1.registered_proof,
-                sealed.prover_id,
-                sealed.sector_id,
-                1,
-            )
-            .unwrap(),
-            wrapper: None,
-            benchmark_only: true,
-        };
-        let benchmark = SubmitProofRequest {
-            vanilla_proof: benchmark.phase1_json().unwrap(),
-            ..c2_request("h", common::MINER_ID)
-        };
+        let benchmark = benchmark_request("h");
         for (request, why) in [
             (winning, "not a FallbackPoStSectorProof"),
             (window, "randomness must be 32 bytes, not 31"),
@@ -714,7 +699,10 @@ fn bad_jobs_fail_alone() {
                 no_parameters,
                 "Groth16 parameters for StackedDrg2KiBV1_1 (2 KiB) not found",
             ),
-            (benchmark, "benchmark-only C1 output"),
+            (
+                benchmark,
+                "a daemon takes them with `serve --benchmark-jobs`",
+            ),
         ] {
             let failed = prove(&mut client, request).await;
             assert_eq!(failed.status, Status::Failed as i32);
@@ -866,6 +854,27 @@ fn c2_payload() -> Vec<u8> {
 }
 
 /// A PoRep C2 request of the shared sector for `miner_id`.
+/// A C2 request of a benchmark-only C1 output (`seal --benchmark-only`) for the shared
+/// sector's proof, miner and number.
+fn benchmark_request(request_id: &str) -> SubmitProofRequest {
+    let sealed = common::sealed();
+    let benchmark = wgpu_groth16_filecoin::c1::C1Output {
+        phase1: wgpu_groth16_filecoin::sealing::benchmark_c1(
+            sealed.phase1.registered_proof,
+            sealed.prover_id,
+            sealed.sector_id,
+            1,
+        )
+        .unwrap(),
+        wrapper: None,
+        benchmark_only: true,
+    };
+    SubmitProofRequest {
+        vanilla_proof: benchmark.phase1_json().unwrap(),
+        ..c2_request(request_id, common::MINER_ID)
+    }
+}
+
 fn c2_request(request_id: &str, miner_id: u64) -> SubmitProofRequest {
     SubmitProofRequest {
         request_id: request_id.into(),
@@ -896,7 +905,9 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
     let (comparison, expected) = comparison_for(&shared_commit(), "porep-2k", 21);
     let params_bytes = comparison.params.bases_bytes();
     let backend = Arc::new(
-        FilecoinBackend::comparing(vec![gpu_engine()], comparison).with_jobs_per_engine(2),
+        FilecoinBackend::comparing(vec![gpu_engine()], comparison)
+            .with_jobs_per_engine(2)
+            .with_benchmark_jobs(true),
     );
     let (runtime, mut client) = start(backend.clone(), 4);
     let request = c2_request;
@@ -917,9 +928,10 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         let plan = backend.plan_of(0, "porep-2k").expect("a plan on the GPU");
         assert!(plan.contains("constraint matrices"), "{plan}");
         // Two jobs at once on the engine's two lanes, with one copy of the parameters that
-        // counts both while they run.
+        // counts both while they run; the second a benchmark-only C1 output (`serve
+        // --benchmark-jobs`), proved without its checks.
         let second = submit(&mut client, request("c2-2", common::MINER_ID)).await;
-        let third = submit(&mut client, request("c2-3", common::MINER_ID)).await;
+        let third = submit(&mut client, benchmark_request("c2-3")).await;
         let mut most_in_flight = 0;
         loop {
             let status = get_status(&mut client).await;
@@ -931,11 +943,21 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         assert_eq!(most_in_flight, 2, "the two jobs did not prove at once");
-        for job in [second, third] {
-            let done = wait(&mut client, &job.job_id, 0).await;
-            assert!(done.proof == expected);
-            assert_eq!(done.srs_load_ms, 0, "the parameters stayed loaded");
-        }
+        let done = wait(&mut client, &second.job_id, 0).await;
+        assert!(done.proof == expected);
+        assert_eq!(done.srs_load_ms, 0, "the parameters stayed loaded");
+        let benchmark = wait(&mut client, &third.job_id, 0).await;
+        assert_eq!(
+            benchmark.status,
+            Status::Completed as i32,
+            "{}",
+            benchmark.error_message
+        );
+        assert_eq!(benchmark.proof.len(), 192);
+        assert!(
+            benchmark.proof != expected,
+            "the benchmark's witness is another"
+        );
 
         let other_miner = prove(&mut client, request("c2-4", common::MINER_ID + 1)).await;
         assert_eq!(other_miner.status, Status::Failed as i32);
