@@ -55,6 +55,19 @@ sample_vram() {
 }
 peak_of() { sort -n "$1" | tail -1; }
 
+# Starts the daemon with the arguments after $1, its log in $1, and waits until it serves;
+# sets $daemon to its pid.
+start_daemon() {
+    local log=$1
+    shift
+    "$bin/wgpu-groth16-daemon" serve "$@" >"$log" 2>&1 &
+    daemon=$!
+    for _ in $(seq 900); do
+        grep -q "serving" "$log" && return
+        sleep 1
+    done
+}
+
 kernels() {
     wg info
     wg bench field
@@ -151,13 +164,8 @@ real32_sectors() {
 real32_daemon() {
     local vram
     vram=$(sample_vram "$work/vram-32g-daemon.txt")
-    "$bin/wgpu-groth16-daemon" serve --listen 127.0.0.1:9822 --benchmark-jobs \
-        --preload porep-32g >"$work/daemon-32g.log" 2>&1 &
-    local daemon=$!
-    for _ in $(seq 900); do
-        grep -q "serving" "$work/daemon-32g.log" && break
-        sleep 1
-    done
+    start_daemon "$work/daemon-32g.log" --listen 127.0.0.1:9822 --benchmark-jobs \
+        --preload porep-32g
     echo "three sectors through the daemon, one after another:"
     "$bin/wgpu-groth16-daemon" load --address http://127.0.0.1:9822 --c1 "$work/c1-32g.json" \
         --miner-id 1000 --sector-id 7 --clients 3 --jobs 3 || true
@@ -194,13 +202,7 @@ c2() {
         time wgf c2 --c1 "$c1" --miner-id 1000 --sector-id 7 --out "$work/proof-$run"
     done
     wgf bench c2 --c1 "$c1" --miner-id 1000 --sector-id 7 --runs 3
-    "$bin/wgpu-groth16-daemon" serve --listen 127.0.0.1:9820 --jobs-per-gpu 2 \
-        --preload porep-2k >"$work/daemon.log" 2>&1 &
-    local daemon=$!
-    for _ in $(seq 600); do
-        grep -q "serving" "$work/daemon.log" && break
-        sleep 1
-    done
+    start_daemon "$work/daemon.log" --listen 127.0.0.1:9820 --jobs-per-gpu 2 --preload porep-2k
     "$bin/wgpu-groth16-daemon" load --c1 "$c1" --miner-id 1000 --sector-id 7 \
         --clients 16 --jobs 16
     "$bin/wgpu-groth16-daemon" load --c1 "$c1" --miner-id 1000 --sector-id 7 \
@@ -215,13 +217,8 @@ soak() {
     rm -rf "$sector" && mkdir -p "$sector" "$FIL_PROOFS_PARAMETER_CACHE"
     wgf setup --proof StackedDrg2KiBV1_1 --seed 1
     wgf seal --proof StackedDrg2KiBV1_1 --miner-id 1000 --sector-id 7 --dir "$sector" --out "$c1"
-    "$bin/wgpu-groth16-daemon" serve --listen 127.0.0.1:9821 --jobs-per-gpu 2 --max-pending 64 \
-        --preload porep-2k >"$work/soak-daemon.log" 2>&1 &
-    local daemon=$!
-    for _ in $(seq 600); do
-        grep -q "serving" "$work/soak-daemon.log" && break
-        sleep 1
-    done
+    start_daemon "$work/soak-daemon.log" --listen 127.0.0.1:9821 --jobs-per-gpu 2 \
+        --max-pending 64 --preload porep-2k
     "$bin/wgpu-groth16-daemon" soak --address http://127.0.0.1:9821 --c1 "$c1" \
         --miner-id 1000 --sector-id 7 --clients 32 --jobs "${SOAK_JOBS:-2000}" \
         --anomalies 10 --flood 200 --sample-every 10 || true

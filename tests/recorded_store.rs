@@ -292,13 +292,8 @@ fn a_failed_write_creates_nothing_and_a_rewrite_replaces_the_whole_file() {
     let small = small_system();
     small.write_to(&path, &key).unwrap();
     assert!(RecordedSystem::read_from(&path, &key).unwrap() == small);
-    let mut names: Vec<String> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
     let expected = path.file_name().unwrap().to_string_lossy().into_owned();
-    assert_eq!(names, ["a-file".to_string(), expected]);
+    assert_eq!(names_in(&dir), ["a-file".to_string(), expected]);
 }
 
 #[test]

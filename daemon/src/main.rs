@@ -84,18 +84,8 @@ enum Command {
     /// latency percentiles (submit to result) and the lanes' busy shares. Exit status 1 if a
     /// job failed.
     Load {
-        /// The daemon's address.
-        #[arg(long, default_value = "http://127.0.0.1:9820")]
-        address: String,
-        /// The C1 output (filecoin-proofs-api's JSON or Curio's wrapper), sent as it is.
-        #[arg(long)]
-        c1: PathBuf,
-        /// The miner (actor id) the sector was sealed for.
-        #[arg(long)]
-        miner_id: u64,
-        /// The sector number; needed unless the C1 output is Curio's wrapper.
-        #[arg(long, default_value_t = 0)]
-        sector_id: u64,
+        #[command(flatten)]
+        c2: C2Jobs,
         #[arg(long, default_value_t = 1)]
         clients: usize,
         #[arg(long, default_value_t = 1)]
@@ -108,18 +98,8 @@ enum Command {
     /// twice), latency percentiles, and the daemon's RSS and VRAM over time. Exit status 1
     /// if anything was unexpected.
     Soak {
-        /// The daemon's address.
-        #[arg(long, default_value = "http://127.0.0.1:9820")]
-        address: String,
-        /// The C1 output (filecoin-proofs-api's JSON or Curio's wrapper), sent as it is.
-        #[arg(long)]
-        c1: PathBuf,
-        /// The miner (actor id) the sector was sealed for.
-        #[arg(long)]
-        miner_id: u64,
-        /// The sector number; needed unless the C1 output is Curio's wrapper.
-        #[arg(long, default_value_t = 0)]
-        sector_id: u64,
+        #[command(flatten)]
+        c2: C2Jobs,
         #[arg(long, default_value_t = 32)]
         clients: usize,
         #[arg(long, default_value_t = 2000)]
@@ -132,6 +112,23 @@ enum Command {
         #[arg(long, default_value_t = 5.0)]
         sample_every: f64,
     },
+}
+
+/// Where `load` and `soak` send PoRep C2 jobs, and of what.
+#[derive(clap::Args)]
+struct C2Jobs {
+    /// The daemon's address.
+    #[arg(long, default_value = "http://127.0.0.1:9820")]
+    address: String,
+    /// The C1 output (filecoin-proofs-api's JSON or Curio's wrapper), sent as it is.
+    #[arg(long)]
+    c1: PathBuf,
+    /// The miner (actor id) the sector was sealed for.
+    #[arg(long)]
+    miner_id: u64,
+    /// The sector number; needed unless the C1 output is Curio's wrapper.
+    #[arg(long, default_value_t = 0)]
+    sector_id: u64,
 }
 
 async fn shutdown_signal() {
@@ -186,25 +183,15 @@ fn main() -> ExitCode {
                 },
             ),
         },
-        Command::Load {
-            address,
-            c1,
-            miner_id,
-            sector_id,
-            clients,
-            jobs,
-        } => load(&address, &c1, miner_id, sector_id, clients, jobs),
+        Command::Load { c2, clients, jobs } => load(&c2, clients, jobs),
         Command::Soak {
-            address,
-            c1,
-            miner_id,
-            sector_id,
+            c2,
             clients,
             jobs,
             anomalies,
             flood,
             sample_every,
-        } => c2_request(&c1, miner_id, sector_id).and_then(|request| {
+        } => c2_request(&c2).and_then(|request| {
             let plan = wgpu_groth16_daemon::soak::SoakPlan {
                 kinds: vec![wgpu_groth16_daemon::soak::SoakJob {
                     name: "POREP_SEAL_COMMIT".into(),
@@ -217,7 +204,7 @@ fn main() -> ExitCode {
                 sample_every: std::time::Duration::try_from_secs_f64(sample_every)
                     .map_err(|e| format!("--sample-every {sample_every}: {e}"))?,
             };
-            soak(&address, &plan)
+            soak(&c2.address, &plan)
         }),
     };
     match result {
@@ -302,11 +289,8 @@ fn serve(
 
 /// A POREP_SEAL_COMMIT request of the C1 output at `c1`, read whole up to the daemon's
 /// largest request.
-fn c2_request(
-    c1: &std::path::Path,
-    miner_id: u64,
-    sector_id: u64,
-) -> Result<SubmitProofRequest, String> {
+fn c2_request(jobs: &C2Jobs) -> Result<SubmitProofRequest, String> {
+    let c1 = &jobs.c1;
     use std::io::Read;
     let limit = wgpu_groth16_daemon::MAX_MESSAGE_BYTES as u64;
     let cannot = |e: std::io::Error| format!("cannot read {}: {e}", c1.display());
@@ -326,8 +310,8 @@ fn c2_request(
         proof_kind: ProofKind::PorepSealCommit as i32,
         priority: Priority::Normal as i32,
         vanilla_proof,
-        sector_number: sector_id,
-        miner_id,
+        sector_number: jobs.sector_id,
+        miner_id: jobs.miner_id,
         ..Default::default()
     })
 }
@@ -344,17 +328,15 @@ fn soak(address: &str, plan: &wgpu_groth16_daemon::soak::SoakPlan) -> Result<Exi
 }
 
 /// Prints the report (with the first failures); status 1 if a job failed.
-fn load(
-    address: &str,
-    c1: &std::path::Path,
-    miner_id: u64,
-    sector_id: u64,
-    clients: usize,
-    jobs: usize,
-) -> Result<ExitCode, String> {
-    let job = c2_request(c1, miner_id, sector_id)?;
+fn load(c2: &C2Jobs, clients: usize, jobs: usize) -> Result<ExitCode, String> {
+    let job = c2_request(c2)?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    let report = runtime.block_on(wgpu_groth16_daemon::load::run(address, job, clients, jobs))?;
+    let report = runtime.block_on(wgpu_groth16_daemon::load::run(
+        &c2.address,
+        job,
+        clients,
+        jobs,
+    ))?;
     print!("{report}");
     if report.failures.is_empty() {
         return Ok(ExitCode::SUCCESS);
