@@ -254,18 +254,18 @@ fn bad_parameter_files_give_their_errors() {
     assert_eq!(proof_bytes(&proof), proof_bytes(&expected));
 }
 
+/// What [`batch_losing_its_gpu`] left: the batch's result, bellperson's proofs, and the
+/// prover and engine.
+struct LostMidBatch {
+    proved: Result<Vec<Proof<Bls12>>, Error>,
+    expected: Vec<Proof<Bls12>>,
+    prover: Prover,
+    engine: Arc<ProverEngine>,
+}
+
 /// A batch of `BitsHeavy` proofs on an engine of its own device (`fallback` or not), whose
-/// device is destroyed from another thread once the batch's first proof has ended: the
-/// batch's result, the expected proofs (bellperson's), and the prover and engine.
-fn batch_losing_its_gpu(
-    fallback: bool,
-    seed: u64,
-) -> Option<(
-    Result<Vec<Proof<Bls12>>, Error>,
-    Vec<Proof<Bls12>>,
-    Prover,
-    Arc<ProverEngine>,
-)> {
+/// device is destroyed from another thread once the batch's first proof has ended.
+fn batch_losing_its_gpu(fallback: bool, seed: u64) -> Option<LostMidBatch> {
     let gpu = common::gpu(common::Target::Native)?;
     let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
     let engine = Arc::new(ProverEngine::on_device(own, MsmConfig::default()).unwrap());
@@ -294,14 +294,25 @@ fn batch_losing_its_gpu(
     });
     let proved = prover.prove_batch(circuits, &rs, &ss);
     destroyer.join().unwrap();
-    Some((proved, expected, prover, engine))
+    Some(LostMidBatch {
+        proved,
+        expected,
+        prover,
+        engine,
+    })
 }
 
 /// The GPU lost in the middle of a batch, with the CPU fallback: the batch's remaining
 /// proofs are made on the CPU and every proof equals bellperson's.
 #[test]
 fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
-    let Some((proved, expected, _, engine)) = batch_losing_its_gpu(true, 11) else {
+    let Some(LostMidBatch {
+        proved,
+        expected,
+        engine,
+        ..
+    }) = batch_losing_its_gpu(true, 11)
+    else {
         return;
     };
     let proofs = proved.expect("falls back instead of failing");
@@ -316,7 +327,13 @@ fn gpu_lost_mid_batch_falls_back_to_the_cpu() {
 /// GPU's error, and so does the next proof, saying why.
 #[test]
 fn gpu_lost_mid_batch_without_cpu_fallback_fails_the_batch_and_the_next() {
-    let Some((proved, _, prover, engine)) = batch_losing_its_gpu(false, 13) else {
+    let Some(LostMidBatch {
+        proved,
+        prover,
+        engine,
+        ..
+    }) = batch_losing_its_gpu(false, 13)
+    else {
         return;
     };
     let lost = proved.unwrap_err();
