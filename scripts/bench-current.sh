@@ -25,9 +25,10 @@
 #               ~60 GiB of disk, est.), and three sectors through the daemon
 #               (`serve --benchmark-jobs`); real32_setup, real32_c2, real32_sectors and
 #               real32_daemon are its parts
-#   soak        the daemon under SOAK_JOBS (2,000) 2 KiB C2 jobs from 32 clients, 10% of them
-#               cut short, cancelled or sent twice, then a flood of 200 past --max-pending
-#               64: answers against the daemon's counters, latency, RSS and VRAM over time
+#   soak        the daemon under SOAK_JOBS (2,000) jobs, 2 KiB C2 and Winning PoSt in turn,
+#               from 32 clients, 10% of them cut short, cancelled or sent twice, then a
+#               flood of 200 past --max-pending 64: answers against the daemon's counters,
+#               latency, RSS and VRAM over time
 #               (`wgpu-groth16-daemon soak`; ~3 min of setup, then est. ~10 min)
 #   streamed    G1 MSMs of 2^27 with every base streamed, by chunk size and window count,
 #               beside resident runs cut alike; then two and four streamed MSMs together,
@@ -216,12 +217,13 @@ soak() {
     local sector=$work/sector c1=$work/c1.json
     rm -rf "$sector" && mkdir -p "$sector" "$FIL_PROOFS_PARAMETER_CACHE"
     wgf setup --proof StackedDrg2KiBV1_1 --seed 1
+    wgf setup --proof StackedDrg2KiBV1_1 --winning-post --seed 1
     wgf seal --proof StackedDrg2KiBV1_1 --miner-id 1000 --sector-id 7 --dir "$sector" --out "$c1"
     start_daemon "$work/soak-daemon.log" --listen 127.0.0.1:9821 --jobs-per-gpu 2 \
         --max-pending 64 --preload porep-2k
     "$bin/wgpu-groth16-daemon" soak --address http://127.0.0.1:9821 --c1 "$c1" \
-        --miner-id 1000 --sector-id 7 --clients 32 --jobs "${SOAK_JOBS:-2000}" \
-        --anomalies 10 --flood 200 --sample-every 10 || true
+        --miner-id 1000 --sector-id 7 --winning-sector "$sector" --clients 32 \
+        --jobs "${SOAK_JOBS:-2000}" --anomalies 10 --flood 200 --sample-every 10 || true
     kill "$daemon"
     wait "$daemon" || true
 }

@@ -138,6 +138,14 @@ pub fn post_proof(number: u64) -> Result<RegisteredPoStProof, String> {
         .ok_or_else(|| format!("registered_proof {number} is no RegisteredPoStProof (0 to 14)"))
 }
 
+/// Curio's `registered_proof` number of PoSt proof `proof`.
+pub fn post_proof_number(proof: RegisteredPoStProof) -> u64 {
+    POST_PROOFS
+        .iter()
+        .position(|&p| p == proof)
+        .map_or(u64::MAX, |n| n as u64)
+}
+
 /// The update proof of Curio's `registered_proof` number.
 pub fn update_proof(number: u64) -> Result<RegisteredUpdateProof, String> {
     usize::try_from(number)

@@ -91,8 +91,9 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         jobs: usize,
     },
-    /// Soak a running daemon: JOBS POREP_SEAL_COMMIT jobs of one C1 output from CLIENTS
-    /// concurrent clients, ANOMALIES in a hundred of them cut short, cancelled at once or
+    /// Soak a running daemon: JOBS POREP_SEAL_COMMIT jobs of one C1 output (and, with
+    /// --winning-sector, Winning PoSt jobs of its sector in turn) from CLIENTS concurrent
+    /// clients, ANOMALIES in a hundred of them cut short, cancelled at once or
     /// submitted twice; then FLOOD submissions at once past --max-pending. Prints each kind
     /// of answer beside the daemon's own counters (which must agree: no job lost or answered
     /// twice), latency percentiles, and the daemon's RSS and VRAM over time. Exit status 1
@@ -111,6 +112,10 @@ enum Command {
         /// Seconds between samples of the daemon's memory.
         #[arg(long, default_value_t = 5.0)]
         sample_every: f64,
+        /// Every other job a Winning PoSt of the C1 output's sector, whose files `seal --dir`
+        /// left in this folder (the daemon needs its parameters: `setup --winning-post`).
+        #[arg(long)]
+        winning_sector: Option<PathBuf>,
     },
 }
 
@@ -191,12 +196,21 @@ fn main() -> ExitCode {
             anomalies,
             flood,
             sample_every,
+            winning_sector,
         } => c2_request(&c2).and_then(|request| {
+            use wgpu_groth16_daemon::soak::SoakJob;
+            let mut kinds = vec![SoakJob {
+                name: "POREP_SEAL_COMMIT".into(),
+                request,
+            }];
+            if let Some(dir) = &winning_sector {
+                kinds.push(SoakJob {
+                    name: "WINNING_POST".into(),
+                    request: winning_request(&c2, dir)?,
+                });
+            }
             let plan = wgpu_groth16_daemon::soak::SoakPlan {
-                kinds: vec![wgpu_groth16_daemon::soak::SoakJob {
-                    name: "POREP_SEAL_COMMIT".into(),
-                    request,
-                }],
+                kinds,
                 jobs,
                 clients,
                 anomaly_percent: anomalies,
@@ -312,6 +326,40 @@ fn c2_request(jobs: &C2Jobs) -> Result<SubmitProofRequest, String> {
         vanilla_proof,
         sector_number: jobs.sector_id,
         miner_id: jobs.miner_id,
+        ..Default::default()
+    })
+}
+
+/// A WINNING_POST request of the sector of `jobs`' C1 output, sealed into `dir`, for fixed
+/// challenge randomness.
+fn winning_request(jobs: &C2Jobs, dir: &std::path::Path) -> Result<SubmitProofRequest, String> {
+    use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
+    let c1 = C1Output::read(&jobs.c1).map_err(|e| e.to_string())?;
+    let given = (jobs.sector_id != 0).then_some(jobs.sector_id);
+    let sector_id = c1.sector_id(given).map_err(|e| e.to_string())?;
+    let sector_size = u64::from(c1.phase1.registered_proof.sector_size());
+    let proof =
+        wgpu_groth16_filecoin::post::winning_post_proof(sector_size).map_err(|e| e.to_string())?;
+    // A field element: its top bits clear.
+    let mut randomness = [7u8; 32];
+    randomness[31] &= 0x3f;
+    let vanilla = wgpu_groth16_filecoin::sealing::post_vanilla(
+        proof,
+        dir,
+        c1.phase1.comm_r,
+        prover_id_of_miner(jobs.miner_id),
+        sector_id,
+        &randomness,
+    )
+    .map_err(|e| format!("the Winning PoSt of the sector in {}: {e}", dir.display()))?;
+    Ok(SubmitProofRequest {
+        proof_kind: ProofKind::WinningPost as i32,
+        priority: Priority::Normal as i32,
+        registered_proof: wgpu_groth16_daemon::circuits::post_proof_number(proof),
+        vanilla_proofs: vec![vanilla],
+        randomness: randomness.to_vec(),
+        miner_id: jobs.miner_id,
+        sector_size,
         ..Default::default()
     })
 }

@@ -160,7 +160,8 @@ pub struct SoakReport {
     pub bad: usize,
     pub cancelled_asked: usize,
     pub resubmitted: usize,
-    /// Answers the clients saw.
+    /// Answers the clients saw (a failure of a job that should not fail is also in
+    /// `unexpected`).
     pub completed: usize,
     pub failed: usize,
     pub cancelled: usize,
@@ -291,8 +292,10 @@ enum Answer {
         latency: Duration,
         lane: Duration,
     },
-    Failed,
+    /// Failed: as it should (a bad job), or not (why).
+    Failed(Option<String>),
     Cancelled,
+    /// Not answered as a job is: no answer, or another job for a resubmission.
     Unexpected(String),
 }
 
@@ -364,7 +367,7 @@ async fn one_job(client: &mut Client, plan: &SoakPlan, run_id: &str, index: usiz
     };
     let status = Status::try_from(done.status).unwrap_or(Status::Unknown);
     match (treatment, status) {
-        (Treatment::Bad, Status::Failed) => Answer::Failed,
+        (Treatment::Bad, Status::Failed) => Answer::Failed(None),
         (Treatment::Cancelled, Status::Cancelled) => Answer::Cancelled,
         (Treatment::Bad, Status::Completed) => {
             Answer::Unexpected(format!("{id}: a payload cut short was proved"))
@@ -374,6 +377,10 @@ async fn one_job(client: &mut Client, plan: &SoakPlan, run_id: &str, index: usiz
             latency: sent.elapsed(),
             lane: Duration::from_millis(done.total_ms.saturating_sub(done.queue_wait_ms)),
         },
+        (_, Status::Failed) => Answer::Failed(Some(format!(
+            "{id} ({treatment:?}): FAILED: {}",
+            done.error_message
+        ))),
         (_, status) => Answer::Unexpected(format!(
             "{id} ({treatment:?}): {}: {}",
             status.as_str_name(),
@@ -467,7 +474,10 @@ pub async fn run(address: &str, plan: &SoakPlan) -> Result<SoakReport, String> {
                     report.latencies.entry(name).or_default().push(latency);
                     report.lane_times.push(lane);
                 }
-                Answer::Failed => report.failed += 1,
+                Answer::Failed(why) => {
+                    report.failed += 1;
+                    report.unexpected.extend(why);
+                }
                 Answer::Cancelled => report.cancelled += 1,
                 Answer::Unexpected(what) => report.unexpected.push(what),
             }

@@ -150,6 +150,45 @@ fn post_public_params<Tree: 'static + MerkleTreeTrait>(
     })?)
 }
 
+/// Seeded Groth16 parameters of `proof`'s circuit (a setup of its blank circuit, so not the
+/// ceremony's): for tests and benchmarks, as [`generate_parameters`](crate::sealing::generate_parameters)
+/// is for seal proofs.
+pub fn generate_post_parameters(
+    proof: RegisteredPoStProof,
+    seed: u64,
+) -> Result<bellperson::groth16::Parameters<blstrs::Bls12>> {
+    fn generate<Tree: 'static + MerkleTreeTrait>(
+        proof: RegisteredPoStProof,
+        seed: u64,
+    ) -> Result<bellperson::groth16::Parameters<blstrs::Bls12>> {
+        let public_params = post_public_params::<Tree>(&proof.as_v1_config(), None)?;
+        let blank = FallbackPoStCompound::<Tree>::blank_circuit(&public_params.vanilla_params);
+        let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(seed);
+        Ok(
+            bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(blank, &mut rng)
+                .map_err(anyhow::Error::from)?,
+        )
+    }
+    with_tree!(u64::from(proof.sector_size()), Tree => generate::<Tree>(proof, seed))
+}
+
+/// The Winning PoSt proof of `sector_size`-byte sectors.
+pub fn winning_post_proof(sector_size: u64) -> Result<RegisteredPoStProof> {
+    use RegisteredPoStProof as P;
+    Ok(match sector_size {
+        2048 => P::StackedDrgWinning2KiBV1,
+        0x80_0000 => P::StackedDrgWinning8MiBV1,
+        0x2000_0000 => P::StackedDrgWinning512MiBV1,
+        0x8_0000_0000 => P::StackedDrgWinning32GiBV1,
+        0x10_0000_0000 => P::StackedDrgWinning64GiBV1,
+        other => {
+            return Err(Error::Unsupported(format!(
+                "no Winning PoSt for sectors of {other} bytes"
+            )))
+        }
+    })
+}
+
 fn post_blank<Tree: 'static + MerkleTreeTrait, W: PartitionCircuits>(
     job: &PostJob,
     work: W,

@@ -119,6 +119,39 @@ pub fn generate_parameters(proof: RegisteredSealProof, seed: u64) -> Result<Para
     with_tree!(u64::from(proof.sector_size()), Tree => generate::<Tree>(proof, seed))
 }
 
+/// The PoSt vanilla proof (bincode, as Curio sends it: one sector's) of `proof` for the
+/// challenges of `randomness`, of the sector that [`seal_random_sector`] sealed into `dir`
+/// with replica commitment `comm_r`.
+pub fn post_vanilla(
+    proof: filecoin_proofs_api::RegisteredPoStProof,
+    dir: &Path,
+    comm_r: filecoin_proofs_api::Commitment,
+    prover_id: ProverId,
+    sector_id: SectorId,
+    randomness: &filecoin_proofs_api::ChallengeSeed,
+) -> Result<Vec<u8>> {
+    use filecoin_proofs_api::post::{
+        generate_fallback_sector_challenges, generate_single_vanilla_proof,
+    };
+    let replica = filecoin_proofs_api::PrivateReplicaInfo::new(
+        proof,
+        comm_r,
+        dir.join("cache"),
+        dir.join("sealed"),
+    );
+    let challenges =
+        generate_fallback_sector_challenges(proof, randomness, &[sector_id], prover_id)?;
+    let ours = challenges.get(&sector_id).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "no PoSt challenges for sector {}",
+            u64::from(sector_id)
+        ))
+    })?;
+    Ok(generate_single_vanilla_proof(
+        proof, sector_id, &replica, ours,
+    )?)
+}
+
 /// What a benchmark-only C1 output says of itself, beside its `SealCommitPhase1Output`
 /// fields (which filecoin-proofs reads without it): `c2` refuses such an output unless told
 /// it is a benchmark.

@@ -26,6 +26,7 @@ use wgpu_groth16_filecoin::error::sector_size_name;
 use wgpu_groth16_filecoin::job::{PartitionCircuits, PartitionWitnesses};
 use wgpu_groth16_filecoin::params::ParamsFiles;
 use wgpu_groth16_filecoin::porep::seal_commit_phase2_reporting;
+use wgpu_groth16_filecoin::post::{generate_post_parameters, winning_post_proof};
 use wgpu_groth16_filecoin::recorded::{RecordedCache, SynthesisPath};
 use wgpu_groth16_filecoin::sealing::{
     benchmark_c1, generate_parameters, random_point_parameters, seal_random_sector,
@@ -141,13 +142,24 @@ pub struct SetupArgs {
     /// (its points are made here, in their subgroups by construction).
     #[arg(long)]
     random_points: bool,
+    /// The Winning PoSt parameters of the seal proof's sector size instead (seeded): for the
+    /// daemon's Winning PoSt jobs in tests and soaks.
+    #[arg(long, conflicts_with = "random_points")]
+    winning_post: bool,
 }
 
 /// Writes the proof's `.params` and `.vk` where filecoin-proofs looks for them, both or
 /// neither.
 pub fn setup(args: &SetupArgs, json: bool) -> Result<(), C2Error> {
     let mut out = Output::new(json);
-    let located = ParamsFiles::seal(args.proof)?;
+    let winning = match args.winning_post {
+        true => Some(winning_post_proof(u64::from(args.proof.sector_size()))?),
+        false => None,
+    };
+    let located = match winning {
+        Some(proof) => ParamsFiles::post(proof)?,
+        None => ParamsFiles::seal(args.proof)?,
+    };
     let mut plan = OutputPlan::new();
     let params_file = plan.output("parameters", &located.params);
     let vk_file = plan.output("verifying key", &located.vk);
@@ -156,11 +168,14 @@ pub fn setup(args: &SetupArgs, json: bool) -> Result<(), C2Error> {
         .as_deref()
         .map(|path| plan.output("aggregation SRS", path));
     let mut files = plan.reserve()?;
-    let (made, took) = match args.random_points {
-        false => stage("generating parameters", || {
+    let (made, took) = match (winning, args.random_points) {
+        (Some(proof), _) => stage("generating parameters", || {
+            generate_post_parameters(proof, args.seed).map(|params| (params.into(), None))
+        }),
+        (None, false) => stage("generating parameters", || {
             generate_parameters(args.proof, args.seed).map(|params| (params.into(), None))
         }),
-        true => stage("recording the circuit, then random points", || {
+        (None, true) => stage("recording the circuit, then random points", || {
             random_point_parameters(args.proof, args.seed, None).map(|made| {
                 let how = format!(
                     "random points of its shape ({} constraints, {} aux; recorded in {:.1} s, \
@@ -201,8 +216,8 @@ pub fn setup(args: &SetupArgs, json: bool) -> Result<(), C2Error> {
             "random_points": random_points,
         }),
         format!(
-            "made the parameters of {:?} in {:.1} s (seed {}: not the ceremony's{}): {} and {}",
-            args.proof,
+            "made the parameters of {} in {:.1} s (seed {}: not the ceremony's{}): {} and {}",
+            located.proof,
             took.as_secs_f64(),
             args.seed,
             random_points

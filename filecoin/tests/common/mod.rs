@@ -9,14 +9,11 @@ use std::sync::OnceLock;
 
 use blstrs::Scalar;
 use ff::Field;
-use filecoin_proofs_api::post::{
-    generate_fallback_sector_challenges, generate_single_vanilla_proof,
-};
 use filecoin_proofs_api::seal::{add_piece, SealCommitPhase1Output};
 use filecoin_proofs_api::update::{empty_sector_update_encode_into, generate_partition_proofs};
 use filecoin_proofs_api::{
-    PaddedBytesAmount, PrivateReplicaInfo, ProverId, RegisteredPoStProof, RegisteredSealProof,
-    RegisteredUpdateProof, SectorId, UnpaddedBytesAmount,
+    PaddedBytesAmount, ProverId, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
+    SectorId, UnpaddedBytesAmount,
 };
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -174,24 +171,13 @@ pub fn randomness(seed: u64) -> [u8; 32] {
 /// The vanilla proof of the shared sector for PoSt `proof` and `randomness`.
 pub fn post_vanilla(proof: RegisteredPoStProof, randomness: &[u8; 32]) -> Vec<Vec<u8>> {
     let sealed = sealed();
-    let replica = PrivateReplicaInfo::new(
+    let vanilla = wgpu_groth16_filecoin::sealing::post_vanilla(
         proof,
+        &sealed.dir,
         sealed.phase1.comm_r,
-        sealed.dir.join("cache"),
-        sealed.dir.join("sealed"),
-    );
-    let challenges = generate_fallback_sector_challenges(
-        proof,
-        randomness,
-        &[sealed.sector_id],
         sealed.prover_id,
-    )
-    .expect("challenges");
-    let vanilla = generate_single_vanilla_proof(
-        proof,
         sealed.sector_id,
-        &replica,
-        &challenges[&sealed.sector_id],
+        randomness,
     )
     .expect("vanilla proof");
     vec![vanilla]
