@@ -47,17 +47,12 @@ pub(super) struct ParamsFile {
 
 impl ParamsFile {
     pub(super) fn open(path: &Path) -> Result<Self> {
-        let file = open_regular(path).map_err(|source| Error::ParamsIo {
+        let io_error = |source| Error::ParamsIo {
             path: path.display().to_string(),
             source,
-        })?;
-        let len = file
-            .metadata()
-            .map_err(|source| Error::ParamsIo {
-                path: path.display().to_string(),
-                source,
-            })?
-            .len();
+        };
+        let file = open_regular(path).map_err(io_error)?;
+        let len = file.metadata().map_err(io_error)?.len();
         Ok(ParamsFile {
             file,
             len,
@@ -173,7 +168,7 @@ impl<'a, S: Source + ?Sized> Sections<'a, S> {
             gamma_g2: single(source, "vk.gamma_g2", &parts.gamma_g2)?,
             delta_g1: single(source, "vk.delta_g1", &parts.delta_g1)?,
             delta_g2: single(source, "vk.delta_g2", &parts.delta_g2)?,
-            ic: decode_all("vk.ic", self.source, &parts.ic, PointCheck::Checked)?,
+            ic: decode_all("vk.ic", source, &parts.ic, PointCheck::Checked)?,
         })
     }
 }

@@ -83,6 +83,19 @@ fn points_in(range: &Range<u64>, size: usize) -> usize {
     ((range.end - range.start) / size as u64) as usize
 }
 
+/// A private copy of run `run` of the section of `P` points at `range` (the last run may
+/// be shorter).
+fn read_run<P: FilePoint, S: Source + ?Sized>(
+    source: &S,
+    range: &Range<u64>,
+    run: usize,
+) -> Result<Vec<u8>> {
+    let start = range.start + (run * RUN * P::SIZE) as u64;
+    let mut copy = vec![0; (range.end - start).min((RUN * P::SIZE) as u64) as usize];
+    source.read_at(start, &mut copy)?;
+    Ok(copy)
+}
+
 /// Decodes a section on all rayon threads, a run at a time, straight into the vector that
 /// keeps the points; with `hashed`, each run's copy is hashed too. On several bad points the
 /// error names one of them, not necessarily the first.
@@ -100,8 +113,7 @@ fn decode_runs<P: FilePoint, S: Source + ?Sized>(
         .par_chunks_mut(RUN)
         .enumerate()
         .map(|(run, points)| {
-            let mut copy = vec![0; points.len() * P::SIZE];
-            source.read_at(range.start + (run * RUN * P::SIZE) as u64, &mut copy)?;
+            let copy = read_run::<P, S>(source, range, run)?;
             for (i, (point, bytes)) in points
                 .iter_mut()
                 .zip(copy.chunks_exact(P::SIZE))
@@ -148,12 +160,7 @@ pub(super) fn hash_section<P: FilePoint, S: Source + ?Sized>(
     let count = points_in(range, P::SIZE);
     let runs: Vec<blake3::Hash> = (0..count.div_ceil(RUN))
         .into_par_iter()
-        .map(|run| {
-            let points = RUN.min(count - run * RUN);
-            let mut copy = vec![0; points * P::SIZE];
-            source.read_at(range.start + (run * RUN * P::SIZE) as u64, &mut copy)?;
-            Ok(blake3::hash(&copy))
-        })
+        .map(|run| Ok(blake3::hash(&read_run::<P, S>(source, range, run)?)))
         .collect::<Result<_>>()?;
     Ok(section_digest(section, count, &runs))
 }
@@ -193,8 +200,7 @@ pub(super) fn hash_in_order<P: FilePoint, S: Source + ?Sized>(
         let copies: Vec<(Vec<u8>, blake3::Hash)> = (first..run_count.min(first + RUNS_AT_ONCE))
             .into_par_iter()
             .map(|run| {
-                let mut copy = vec![0; RUN.min(count - run * RUN) * P::SIZE];
-                source.read_at(range.start + (run * RUN * P::SIZE) as u64, &mut copy)?;
+                let copy = read_run::<P, S>(source, range, run)?;
                 let digest = blake3::hash(&copy);
                 Ok((copy, digest))
             })
