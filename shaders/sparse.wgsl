@@ -4,9 +4,11 @@
 //
 // A matrix is cut into chunks of rows in compressed sparse rows, each within one part of the
 // output vector and one binding; a dispatch computes one chunk, one row per invocation. An
-// entry is (column, coefficient): the column an input index, or an aux index tagged with the
-// top bit; the coefficient an index into the circuit's table of distinct values, whose first
-// two are ONE and -ONE (no multiplication for them: most coefficients are).
+// entry is a column and a coefficient: the column an input index, or an aux index tagged with
+// the top bit; the coefficient an index into the circuit's table of distinct values, whose
+// first two are ONE and -ONE (no multiplication for them: most coefficients are). A chunk's
+// columns come first in its entries buffer, then its coefficients, as the host's compressed
+// rows hold them: streamed chunks are uploaded from there without rearranging.
 //
 // The A and B queries' scalars are gathered the same way (sparse_gather): the variables each
 // query's densities select, listed once per circuit as tagged columns.
@@ -23,6 +25,8 @@ struct SparseParams {
     inputs_at: u32,
     // log2 of the elements in one aux part.
     aux_part_log: u32,
+    // Index in `entries` of the chunk's first coefficient (its entry count).
+    coefficients_at: u32,
 }
 
 const AUX_TAG: u32 = 0x80000000u;
@@ -30,10 +34,11 @@ const PLUS_ONE: u32 = 0u;
 const MINUS_ONE: u32 = 1u;
 
 @group(0) @binding(0) var<uniform> params: SparseParams;
-// sparse_rows: row r's entries are entries[words[r]..words[r + 1]], relative to the chunk.
+// sparse_rows: row r's columns are entries[words[r]..words[r + 1]] (relative to the chunk),
+// its coefficients the same range from coefficients_at.
 // sparse_gather: the tagged column of each output.
 @group(0) @binding(1) var<storage, read> words: array<u32>;
-@group(0) @binding(2) var<storage, read> entries: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read> entries: array<u32>;
 // The coefficient values, then the proof's inputs.
 @group(0) @binding(3) var<storage, read> table: array<FrWords>;
 @group(0) @binding(4) var<storage, read> aux0: array<FrWords>;
@@ -67,12 +72,12 @@ fn sparse_rows(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgr
     var acc = fr_zero();
     let end = words[row + 1u];
     for (var e = words[row]; e < end; e++) {
-        let entry = entries[e];
-        let value = variable(entry.x);
-        switch (entry.y) {
+        let value = variable(entries[e]);
+        let coefficient = entries[params.coefficients_at + e];
+        switch (coefficient) {
             case PLUS_ONE: { acc = fr_add(acc, value); }
             case MINUS_ONE: { acc = fr_sub(acc, value); }
-            default: { acc = fr_add(acc, fr_mul(value, fr_from_words(table[entry.y]))); }
+            default: { acc = fr_add(acc, fr_mul(value, fr_from_words(table[coefficient]))); }
         }
     }
     out[params.out_first + row] = fr_to_words(acc);

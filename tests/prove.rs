@@ -31,7 +31,7 @@ use wgpu_groth16::groth16::{
 };
 use wgpu_groth16::msm::MsmConfig;
 use wgpu_groth16::recorded::{RecordedSystem, Shape};
-use wgpu_groth16::sparse::SparseKernels;
+use wgpu_groth16::sparse::MatrixBytes;
 use wgpu_groth16::timeline::Timeline;
 use wgpu_groth16::Error;
 
@@ -458,7 +458,9 @@ fn a_vram_budget_below_one_proof_is_refused() {
     };
     let params = params_for(FilecoinLike::blank(12).unwrap(), 13);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let footprint = gpu.footprint(&params.clone().into(), 0).unwrap();
+    let footprint = gpu
+        .footprint(&params.clone().into(), Default::default())
+        .unwrap();
     let smallest = footprint.chunks.last().unwrap().kept + 3 * footprint.domain_vector;
     assert!(smallest > BUDGET, "the test needs a proof over the budget");
     let err = Prover::with_engine(&params, engine.clone())
@@ -477,7 +479,9 @@ fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
     };
     let params = params_for(FilecoinLike::blank(10).unwrap(), 14);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let footprint = gpu.footprint(&params.clone().into(), 0).unwrap();
+    let footprint = gpu
+        .footprint(&params.clone().into(), Default::default())
+        .unwrap();
     // The largest budget (to a KiB) in which some G1 bases stream.
     let budget = smallest_budget_where(&footprint, |plan| !plan.streams[0]) - (1 << 10);
     gpu.set_vram_budget(budget);
@@ -511,7 +515,9 @@ fn smallest_budget_planning(
     params: &Parameters<Bls12>,
     mode: ProofBuffers,
 ) -> u64 {
-    let footprint = gpu.footprint(&params.clone().into(), 0).unwrap();
+    let footprint = gpu
+        .footprint(&params.clone().into(), Default::default())
+        .unwrap();
     smallest_budget_where(&footprint, |plan| plan.proof == mode)
 }
 
@@ -576,9 +582,9 @@ fn prove_within_the_smallest_budget(
     let params = params_for(FilecoinLike::blank(10).unwrap(), seed);
     let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let matrices_bytes = SparseKernels::bytes_of(&system);
+    let matrices_bytes = MatrixBytes::of(&system);
     let matrices = match told {
-        Told::Nothing => 0,
+        Told::Nothing => MatrixBytes::default(),
         Told::Matrices | Told::MatricesLater => matrices_bytes,
     };
     let footprint = gpu.footprint(&params.clone().into(), matrices).unwrap();
@@ -600,7 +606,13 @@ fn prove_within_the_smallest_budget(
     let plan = prover.plan().expect("a plan on the GPU").clone();
     assert!(wanted(&plan), "{plan:?}");
     if told != Told::Nothing {
-        assert!(prover.device_matrices(&system).is_some(), "{plan:?}");
+        // Resident or streamed as planned.
+        let device = prover.device_matrices(&system);
+        assert_eq!(
+            device.map(|m| m.streamed()),
+            Some(plan.matrices_streamed),
+            "{plan:?}"
+        );
     }
     let circuit = FilecoinLike::new(10, seed + 1).unwrap();
     let (r, s) = (Scalar::random(rng(seed + 2)), Scalar::random(rng(seed + 3)));
@@ -650,21 +662,44 @@ fn matrices_known_to_the_plan_stay_on_the_device_within_the_budget() {
     engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
 }
 
-/// Within the smallest budget that plans the products and the H step two vectors at a time,
-/// a recorded proof takes the paired path (no products step of its own) and a fully
-/// synthesized one the H step in parts, both bellperson's: the prover loads its parameters
-/// and learns the matrices' size meanwhile, as `c2`'s does.
+/// Within the smallest budget that plans the products and the H step two vectors at a time
+/// with the matrices resident, a recorded proof takes the paired path (no products step of
+/// its own) and a fully synthesized one the H step in parts, both bellperson's: the prover
+/// loads its parameters and learns the matrices' size meanwhile, as `c2`'s does.
 #[test]
 fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
-    let pairs = |plan: &DevicePlan| plan.proof == ProofBuffers::ProductsInPairs;
+    let pairs = |plan: &DevicePlan| {
+        plan.proof == ProofBuffers::ProductsInPairs && !plan.matrices_streamed
+    };
     let report = prove_within_the_smallest_budget(&engine, 33, pairs, Told::MatricesLater);
     assert_eq!(
         report.time(Step::Products),
         std::time::Duration::ZERO,
         "the products inside the paired H step"
+    );
+    engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
+}
+
+/// As [`products_in_pairs_give_bellpersons_proof_within_the_budget`], within the smallest
+/// budget that streams the matrices for the products in pairs (at 2^27, 16 GiB: 12 GiB of
+/// vectors and 256 MiB of stream buffers where the 6.7 GB of matrices do not fit): the
+/// products and the A, B gathers stay on the device, none selected on the host.
+#[test]
+fn products_in_pairs_with_streamed_matrices_give_bellpersons_proof_within_the_budget() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let streamed =
+        |plan: &DevicePlan| plan.proof == ProofBuffers::ProductsInPairs && plan.matrices_streamed;
+    let report = prove_within_the_smallest_budget(&engine, 37, streamed, Told::MatricesLater);
+    assert_eq!(report.time(Step::Products), std::time::Duration::ZERO);
+    assert_eq!(
+        report.time(Step::ScalarSelection),
+        std::time::Duration::ZERO,
+        "the A and B scalars gathered on the device"
     );
     engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
 }
@@ -989,7 +1024,7 @@ fn buckets_over_the_budget_plan_narrower_windows() {
     };
     let params = ProvingParameters::random_for_shape(&shape, 23);
     let gpu = engine.gpu_engine().expect("a GPU engine");
-    let footprint = gpu.footprint(&params, 0).unwrap();
+    let footprint = gpu.footprint(&params, Default::default()).unwrap();
     let (widest, capped): (Vec<&ChunkOption>, Vec<&ChunkOption>) = footprint
         .chunks
         .iter()

@@ -262,11 +262,12 @@ fn device_products_equal_the_cpu_products() {
     }
 }
 
-/// The device's A·z, B·z, C·z and query scalars of `assignment` equal the CPU's.
+/// The device's A·z, B·z, C·z and query scalars of `assignment` equal the CPU's, with the
+/// matrices resident and streamed.
 fn assert_device_products(
     gpu: &wgpu_groth16::gpu::GpuContext,
     kernels: &wgpu_groth16::sparse::SparseKernels,
-    matrices: &RecordedSystem,
+    matrices: &Arc<RecordedSystem>,
     assignment: &wgpu_groth16::groth16::synthesis::ProvingAssignment,
     limit: Option<u64>,
     what: &str,
@@ -294,29 +295,38 @@ fn assert_device_products(
         a: layout(expected_a.len()),
         b: layout(expected_b.len()),
     };
-    let device = kernels.upload(matrices, layouts, None).unwrap();
+    let resident = kernels.upload(matrices, layouts, None).unwrap();
+    let streamed = kernels.stream(matrices, layouts, None).unwrap();
+    assert!(!resident.streamed() && streamed.streamed());
+    assert!(
+        streamed.bytes() <= wgpu_groth16::sparse::SparseKernels::stream_bytes_of(matrices),
+        "{what}"
+    );
     let aux_vector = DeviceVector::upload(gpu, None, aux, layouts.aux).unwrap();
-    let zeros = |layout| DeviceVector::upload(gpu, None, &[], layout).unwrap();
-    let out = [(); 3].map(|_| zeros(layouts.products));
-    let queries = [zeros(layouts.a), zeros(layouts.b)];
-    let done = kernels
-        .products(&device, inputs, &aux_vector, [&out[0], &out[1], &out[2]])
-        .unwrap();
-    gpu.wait_for(done).unwrap();
-    let done = kernels
-        .queries(&device, inputs, &aux_vector, [&queries[0], &queries[1]])
-        .unwrap();
-    gpu.wait_for(done).unwrap();
-    let results = out.iter().chain(&queries);
-    let expected = expected.iter().chain([&expected_a, &expected_b]);
-    for (which, (vector, expected)) in results.zip(expected).enumerate() {
-        let mut expected = expected.clone();
-        expected.resize(vector.len(), Scalar::ZERO);
-        assert!(
-            vector.download(gpu).unwrap() == expected,
-            "{what}, {}",
-            ["A·z", "B·z", "C·z", "A scalars", "B scalars"][which]
-        );
+    for device in [resident, streamed] {
+        let zeros = |layout| DeviceVector::upload(gpu, None, &[], layout).unwrap();
+        let out = [(); 3].map(|_| zeros(layouts.products));
+        let queries = [zeros(layouts.a), zeros(layouts.b)];
+        let done = kernels
+            .products(&device, inputs, &aux_vector, [&out[0], &out[1], &out[2]])
+            .unwrap();
+        gpu.wait_for(done).unwrap();
+        let done = kernels
+            .queries(&device, inputs, &aux_vector, [&queries[0], &queries[1]])
+            .unwrap();
+        gpu.wait_for(done).unwrap();
+        let results = out.iter().chain(&queries);
+        let expected = expected.iter().chain([&expected_a, &expected_b]);
+        for (which, (vector, expected)) in results.zip(expected).enumerate() {
+            let mut expected = expected.clone();
+            expected.resize(vector.len(), Scalar::ZERO);
+            assert!(
+                vector.download(gpu).unwrap() == expected,
+                "{what}, streamed: {}, {}",
+                device.streamed(),
+                ["A·z", "B·z", "C·z", "A scalars", "B scalars"][which]
+            );
+        }
     }
 }
 
@@ -397,7 +407,7 @@ fn a_row_at_llvmpipes_loop_cap_equals_the_cpu_products() {
         let what = format!("a row of {most} entries, {wide}");
         assert_device_products(gpu, &kernels, &matrices, &assignment, None, &what);
 
-        let over = RecordedSystem::record(LongRow::blank(most + 1)).unwrap();
+        let over = Arc::new(RecordedSystem::record(LongRow::blank(most + 1)).unwrap());
         let [a, b] = wgpu_groth16::sparse::query_lengths(&over);
         let layouts = wgpu_groth16::sparse::ProductLayouts {
             products: vector_layout(over.rows(), None),
@@ -414,12 +424,13 @@ fn a_row_at_llvmpipes_loop_cap_equals_the_cpu_products() {
         }
     }
 }
-/// Matrices that do not fit the VRAM budget beside the bases and one proof's buffers stay on
-/// the host: the products run on the CPU, the A and B scalars are selected on the host beside
-/// the H step (resident, they are gathered on the device as a step of their own), and the
-/// proofs are the same.
+/// Matrices that do not fit the VRAM budget beside the bases and one proof's buffers stream
+/// from the host where their stream buffers fit, else stay there: the products run on the
+/// CPU, the A and B scalars are selected on the host beside the H step (resident or
+/// streamed, they are gathered on the device as a step of their own), and the proofs are
+/// the same.
 #[test]
-fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
+fn matrices_over_the_vram_budget_stream_or_run_their_products_on_the_cpu() {
     use wgpu_groth16::sparse::SparseKernels;
 
     let Some(gpu) = common::gpu(common::Target::Native) else {
@@ -440,12 +451,24 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
 
     let unlimited = ProverEngine::on_device(gpu.clone(), MsmConfig::default()).unwrap();
     let ours = wgpu_groth16::groth16::ProvingParameters::from(&params);
-    let footprint = unlimited.gpu_engine().unwrap().footprint(&ours, 0).unwrap();
+    let footprint = unlimited
+        .gpu_engine()
+        .unwrap()
+        .footprint(&ours, Default::default())
+        .unwrap();
     // Every base, one proof with its scalar vectors, the workspaces and tables.
     let fits = ours.bases_bytes() + footprint.chunks[0].kept + footprint.resident_proof();
-    for (budget, resident) in [
-        (fits + SparseKernels::bytes_of(&matrices) - 1, false),
-        (fits + SparseKernels::bytes_of(&matrices), true),
+    let bytes = SparseKernels::bytes_of(&matrices);
+    let stream = SparseKernels::stream_bytes_of(&matrices);
+    assert!(
+        stream < bytes,
+        "streaming takes less room: {stream} of {bytes}"
+    );
+    // Where the matrices go: nowhere on the device, streamed, resident.
+    for (budget, placement) in [
+        (fits + stream - 1, None),
+        (fits + bytes - 1, Some(true)),
+        (fits + bytes, Some(false)),
     ] {
         let engine = Arc::new(
             ProverEngine::on_device_within(gpu.clone(), MsmConfig::default(), Some(budget))
@@ -460,10 +483,11 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
             prove_batch_recorded_across(provers, circuits.clone(), &matrices, &rs, &ss, &never)
                 .unwrap();
         assert_eq!(
-            prover.device_matrices(&matrices).is_some(),
-            resident,
+            prover.device_matrices(&matrices).map(|m| m.streamed()),
+            placement,
             "budget {budget}"
         );
+        let on_device = placement.is_some();
         let zero = std::time::Duration::ZERO;
         let (gathered, selected) = (
             report.time(Step::Gather),
@@ -472,7 +496,7 @@ fn matrices_over_the_vram_budget_run_their_products_on_the_cpu() {
         // Gathered on the device, or selected on the host and uploaded.
         assert_eq!(
             (gathered > zero, selected > zero),
-            (true, !resident),
+            (true, !on_device),
             "budget {budget}: gather or upload {gathered:?}, host selection {selected:?}"
         );
         for (ours, theirs) in proofs.iter().zip(&expected) {

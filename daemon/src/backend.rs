@@ -12,6 +12,7 @@ use ff::Field;
 use rand_core::OsRng;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, ProvingParameters, Step};
 use wgpu_groth16::recorded::RecordedKey;
+use wgpu_groth16::sparse::MatrixBytes;
 use wgpu_groth16_filecoin::c1::{prover_id_of_miner, C1Output};
 use wgpu_groth16_filecoin::job::proofs_to_bytes;
 use wgpu_groth16_filecoin::post::PostJob;
@@ -25,13 +26,13 @@ use crate::scheduler::{Backend, Lane, LoadedSrs, Proved};
 
 /// Sends a prover's plan the bytes of the constraint matrices it will hold, or drops the
 /// sender where they cannot be had.
-type TellMatrices<'a> = &'a dyn Fn(&Prover, mpsc::Sender<u64>);
+type TellMatrices<'a> = &'a dyn Fn(&Prover, mpsc::Sender<MatrixBytes>);
 
 /// A prover `make` makes from a receiver of the matrices' size (`None`: a plan without
 /// them), told them where `matrices` can tell them.
 fn told_prover<E>(
     matrices: Option<TellMatrices<'_>>,
-    make: impl FnOnce(Option<mpsc::Receiver<u64>>) -> Result<Prover, E>,
+    make: impl FnOnce(Option<mpsc::Receiver<MatrixBytes>>) -> Result<Prover, E>,
 ) -> Result<Prover, E> {
     match matrices {
         Some(tell) => {
@@ -248,7 +249,7 @@ impl FilecoinBackend {
         // A first load's plan learns the job's matrices. Without them it goes untold (the
         // sender dropped); proving records them again or falls back to full synthesis.
         let circuit_id = circuit.id(sector_size)?;
-        let tell_matrices = |prover: &Prover, plan: mpsc::Sender<u64>| {
+        let tell_matrices = |prover: &Prover, plan: mpsc::Sender<MatrixBytes>| {
             let Some(cache) = RecordedCache::by_default() else {
                 return;
             };

@@ -20,7 +20,7 @@ use storage_proofs_core::proof::ProofScheme;
 use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_across};
 use wgpu_groth16::groth16::{CancelToken, ProveReport, Prover};
 use wgpu_groth16::recorded::{Origin, RecordedKey, RecordedSystem, WitnessRun};
-use wgpu_groth16::sparse::SparseKernels;
+use wgpu_groth16::sparse::MatrixBytes;
 
 use crate::params::ParamsFiles;
 use crate::recorded::{RecordedCache, SynthesisPath};
@@ -116,7 +116,7 @@ pub trait ProofJob {
         &self,
         cache: &RecordedCache,
         prover: &Prover,
-        mut plan: Option<mpsc::Sender<u64>>,
+        mut plan: Option<mpsc::Sender<MatrixBytes>>,
     ) -> Result<(RecordedKey, Arc<RecordedSystem>, SynthesisPath)> {
         let key = match self.recorded_key_from_vk_file()? {
             Some(key) => key,
@@ -136,13 +136,13 @@ pub trait ProofJob {
         &self,
         cache: &RecordedCache,
         key: &RecordedKey,
-        plan: Option<mpsc::Sender<u64>>,
+        plan: Option<mpsc::Sender<MatrixBytes>>,
     ) -> Result<(Arc<RecordedSystem>, SynthesisPath)> {
         let (system, path) = cache.system(key, |dir| {
             self.with_blank_circuit(LoadOrRecord { dir, key })
         })?;
         if let Some(plan) = plan {
-            let _ = plan.send(SparseKernels::bytes_of(&system));
+            let _ = plan.send(MatrixBytes::of(&system));
         }
         Ok((system, path))
     }

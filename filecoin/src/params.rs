@@ -22,6 +22,7 @@ use wgpu_groth16::groth16::params::{CpuSubgroupCheck, SubgroupCheck};
 use wgpu_groth16::groth16::{
     CheckRecords, Checked, Prover, ProverEngine, ProvingParameters, PublishedDigests,
 };
+use wgpu_groth16::sparse::MatrixBytes;
 use wgpu_groth16::subgroup::GpuSubgroupCheck;
 
 use crate::error::sector_size_name;
@@ -201,7 +202,7 @@ impl ParamsFiles {
     pub fn prover_for(
         &self,
         engine: Arc<ProverEngine>,
-        matrices: mpsc::Receiver<u64>,
+        matrices: mpsc::Receiver<MatrixBytes>,
     ) -> Result<(Prover, Arc<OnceLock<ParamsReady>>)> {
         self.loading_prover(EngineCheck::new(&engine), |load| {
             Prover::loading_for(engine, matrices, load)

@@ -193,7 +193,7 @@ fn the_blank_circuit_records_the_system_of_the_real_one_once() {
     match matrices.recv() {
         Ok(bytes) => assert_eq!(
             bytes,
-            wgpu_groth16::sparse::SparseKernels::bytes_of(&blank),
+            wgpu_groth16::sparse::MatrixBytes::of(&blank),
             "the plan told another size"
         ),
         Err(_) => assert!(

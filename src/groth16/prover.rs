@@ -25,7 +25,7 @@ use super::synthesis::ProvingAssignment;
 use crate::curve::{G1, G2};
 use crate::gpu::waits::Stage;
 use crate::recorded::RecordedSystem;
-use crate::sparse::{ResidentMatrices, SparseKernels};
+use crate::sparse::{DeviceMatrices, MatrixBytes};
 use crate::timeline::Timeline;
 use crate::{Error, Result};
 
@@ -56,7 +56,7 @@ pub struct Prover {
 /// its address from being reused by other matrices while it is the key.
 struct KeptMatrices {
     host: Arc<RecordedSystem>,
-    device: Option<Arc<ResidentMatrices>>,
+    device: Option<Arc<DeviceMatrices>>,
 }
 
 /// How much host memory a batch's synthesized circuits may hold at once.
@@ -151,7 +151,7 @@ impl Prover {
         params: impl Into<ProvingParameters>,
         engine: Arc<ProverEngine>,
     ) -> Result<Self> {
-        let loaded = Self::load(&engine, params.into(), 0)?;
+        let loaded = Self::load(&engine, params.into(), MatrixBytes::default())?;
         Ok(Self::with_slot(ParamsSlot::ready(loaded), engine))
     }
 
@@ -164,7 +164,7 @@ impl Prover {
         engine: Arc<ProverEngine>,
         system: &RecordedSystem,
     ) -> Result<Self> {
-        let loaded = Self::load(&engine, params.into(), SparseKernels::bytes_of(system))?;
+        let loaded = Self::load(&engine, params.into(), MatrixBytes::of(system))?;
         Ok(Self::with_slot(ParamsSlot::ready(loaded), engine))
     }
 
@@ -176,26 +176,26 @@ impl Prover {
         engine: Arc<ProverEngine>,
         load: impl FnOnce() -> Result<ProvingParameters> + Send + 'static,
     ) -> Result<Self> {
-        Self::loading_with(engine, || 0, load)
+        Self::loading_with(engine, MatrixBytes::default, load)
     }
 
     /// [`loading`](Self::loading) for proofs through
     /// [`prove_batch_recorded`](Self::prove_batch_recorded) whose system's matrix bytes
-    /// ([`SparseKernels::bytes_of`]) arrive on `matrices` once known, as for
+    /// ([`MatrixBytes::of`]) arrive on `matrices` once known, as for
     /// [`with_engine_for`](Self::with_engine_for): the parameters' bases go to the device
     /// only after they arrive (or the sender is dropped: none known). Whoever sends must not
     /// wait for the parameters before sending or dropping.
     pub fn loading_for(
         engine: Arc<ProverEngine>,
-        matrices: std::sync::mpsc::Receiver<u64>,
+        matrices: std::sync::mpsc::Receiver<MatrixBytes>,
         load: impl FnOnce() -> Result<ProvingParameters> + Send + 'static,
     ) -> Result<Self> {
-        Self::loading_with(engine, move || matrices.recv().unwrap_or(0), load)
+        Self::loading_with(engine, move || matrices.recv().unwrap_or_default(), load)
     }
 
     fn loading_with(
         engine: Arc<ProverEngine>,
-        matrices: impl FnOnce() -> u64 + Send + 'static,
+        matrices: impl FnOnce() -> MatrixBytes + Send + 'static,
         load: impl FnOnce() -> Result<ProvingParameters> + Send + 'static,
     ) -> Result<Self> {
         let on_device = engine.clone();
@@ -215,9 +215,13 @@ impl Prover {
         ))
     }
 
-    /// `params` on the engine's device as its plan says, with room for `matrices` bytes of
-    /// constraint matrices where they fit (0: none known).
-    fn load(engine: &ProverEngine, params: ProvingParameters, matrices: u64) -> Result<Loaded> {
+    /// `params` on the engine's device as its plan says, with room for constraint matrices of
+    /// `matrices` bytes where they fit (zero: none known).
+    fn load(
+        engine: &ProverEngine,
+        params: ProvingParameters,
+        matrices: MatrixBytes,
+    ) -> Result<Loaded> {
         let resident = match engine.usable_gpu() {
             // The plan's proofs in flight are capped by the workers when a batch asks.
             Some(gpu) => Some(gpu.keep_resident(&params, usize::MAX, matrices)?),
@@ -351,10 +355,12 @@ impl Prover {
     }
 
     /// `matrices` on this prover's device for the products of its proofs: uploaded on first
-    /// use, kept while batches prove the same matrices. `None` on the CPU, and where the
-    /// plan leaves them no room (or streams the scalars they would be applied to): the
-    /// products then run on the CPU. Waits for the parameters.
-    pub fn device_matrices(&self, system: &Arc<RecordedSystem>) -> Option<Arc<ResidentMatrices>> {
+    /// use and kept while batches prove the same matrices, or where the plan leaves room for
+    /// their stream buffers but not for them, streamed from host memory at each use. `None`
+    /// on the CPU, and where the plan leaves no room even to stream them (or streams the
+    /// scalars they would be applied to): the products then run on the CPU. Waits for the
+    /// parameters.
+    pub fn device_matrices(&self, system: &Arc<RecordedSystem>) -> Option<Arc<DeviceMatrices>> {
         let gpu = self.engine.usable_gpu()?;
         let mut kept = self.matrices.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(kept) = &*kept {
@@ -365,28 +371,45 @@ impl Prover {
         // The previous circuit's matrices leave the device (and the budget) first.
         *kept = None;
         let plan = self.plan()?;
-        let bytes = SparseKernels::bytes_of(system);
+        let MatrixBytes {
+            resident: bytes,
+            streamed: stream,
+        } = MatrixBytes::of(system);
         let room = plan.room_with(self.workers.min(plan.proofs_in_flight));
-        let device = if !plan.scalars_on_device() || bytes > room {
-            log::info!(
-                "constraint matrices ({bytes} bytes) over the {room} bytes the plan leaves \
-                 ({}): products on the CPU",
-                plan.describe_budget()
-            );
-            None
-        } else {
-            let start = Instant::now();
-            match gpu.upload_matrices(system) {
-                Ok(device) => {
-                    log::info!(
-                        "constraint matrices on the device: {bytes} bytes in {:.2?}",
-                        start.elapsed()
-                    );
-                    Some(Arc::new(device))
-                }
-                Err(e) => {
-                    log::warn!("constraint matrices stay on the host ({e}): products on the CPU");
-                    None
+        let streamed = match () {
+            _ if !plan.scalars_on_device() => None,
+            _ if bytes <= room => Some(false),
+            _ if stream <= room => Some(true),
+            _ => None,
+        };
+        let device = match streamed {
+            None => {
+                log::info!(
+                    "constraint matrices ({bytes} bytes) over the {room} bytes the plan leaves \
+                     ({}): products on the CPU",
+                    plan.describe_budget()
+                );
+                None
+            }
+            Some(streamed) => {
+                let start = Instant::now();
+                match gpu.device_matrices(system, streamed) {
+                    Ok(device) => {
+                        log::info!(
+                            "constraint matrices {} the device: {bytes} bytes, {} bytes of \
+                             device memory, ready in {:.2?}",
+                            if streamed { "stream to" } else { "on" },
+                            device.bytes(),
+                            start.elapsed()
+                        );
+                        Some(Arc::new(device))
+                    }
+                    Err(e) => {
+                        log::warn!(
+                            "constraint matrices stay on the host ({e}): products on the CPU"
+                        );
+                        None
+                    }
                 }
             }
         };

@@ -1,7 +1,7 @@
 //! a = A·z, b = B·z, c = C·z of a recorded constraint system
-//! ([`RecordedSystem`]) on the device: the matrices
-//! stay resident beside the parameters' bases ([`ResidentMatrices`]), each proof uploads only
-//! its inputs (the aux variables are already there for the L MSM), and the products land in
+//! ([`RecordedSystem`]) on the device: the matrices stay resident beside the parameters'
+//! bases, or stream through two pairs of buffers where the budget has no room for them
+//! ([`DeviceMatrices`]); each proof uploads only its inputs (the aux variables are already there for the L MSM), and the products land in
 //! the vectors the H step transforms, with no host round trip. The A and B queries' scalars
 //! are gathered there too, from index lists made once from the circuit's densities, instead
 //! of being selected on the host and uploaded.
@@ -10,6 +10,9 @@
 //! `RecordedSystem::products`, behind the engine seam.
 
 pub mod program;
+
+use std::ops::Range;
+use std::sync::Arc;
 
 use blstrs::Scalar;
 
@@ -22,8 +25,15 @@ use crate::recorded::Density;
 use crate::recorded::{CsrView, RecordedSystem, AUX, MINUS_ONE, PLUS_ONE};
 use program::{SparseEntry, SparseParams, SparseProgram, AUX_PARTS};
 
-/// Bytes of one entry on the device: (column, coefficient index).
+/// Bytes of one entry on the device: its column and its coefficient index.
 const ENTRY_BYTES: u64 = 8;
+
+/// Most bytes of one streamed chunk's row starts, and of its entries: streamed matrices keep
+/// two pairs of buffers this size (the next chunk uploads while this one computes).
+pub const STREAM_CHUNK_BYTES: u64 = 64 << 20;
+
+/// Most device bytes [`SparseKernels::stream`] keeps: two pairs of chunk buffers.
+pub const STREAM_BYTES: u64 = 4 * STREAM_CHUNK_BYTES;
 
 /// The sparse-product kernel of one wide-multiply path.
 pub struct SparseKernels {
@@ -34,18 +44,51 @@ pub struct SparseKernels {
     max_binding_bytes: Option<u64>,
 }
 
-/// One chunk of a matrix's rows, or of a query's gathered variables, on the device, within
-/// one part of the output vector.
+/// One chunk of a matrix's rows, or of a query's gathered variables, within one part of the
+/// output vector.
 struct Chunk {
     /// The output part it writes.
     part: usize,
     params: SparseParams,
     /// `params` on the device, made once: every proof dispatches the same chunks.
     uniform: wgpu::Buffer,
-    /// Row starts, or the gathered columns.
-    words: wgpu::Buffer,
-    /// The entries of its rows (a placeholder for a gather).
-    entries: wgpu::Buffer,
+    data: ChunkData,
+}
+
+/// Where a chunk's row starts (or gathered columns) and entries are.
+enum ChunkData {
+    /// In buffers of its own on the device.
+    Resident {
+        words: wgpu::Buffer,
+        /// Its entries' columns, then their coefficients (a placeholder for a gather).
+        entries: wgpu::Buffer,
+    },
+    /// In host memory, uploaded into a stream buffer pair for each use: the row starts
+    /// relative to the chunk (or the gathered columns), and the range of its matrix's
+    /// entries (none for a gather).
+    Streamed {
+        words: Vec<u32>,
+        entries: Option<(usize, std::ops::Range<usize>)>,
+    },
+}
+
+/// The device bytes of a circuit's matrices, resident and streamed, as a plan is told them
+/// (zero: not known).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MatrixBytes {
+    /// [`SparseKernels::upload`]'s.
+    pub resident: u64,
+    /// [`SparseKernels::stream`]'s, at most.
+    pub streamed: u64,
+}
+
+impl MatrixBytes {
+    pub fn of(system: &RecordedSystem) -> Self {
+        MatrixBytes {
+            resident: SparseKernels::bytes_of(system),
+            streamed: SparseKernels::stream_bytes_of(system),
+        }
+    }
 }
 
 /// How the vectors the kernels read and write are cut into parts: as the H step and the
@@ -61,13 +104,17 @@ pub struct ProductLayouts {
     pub b: PartLayout,
 }
 
-/// A circuit's A, B, C and its queries' index lists on the device, counted against the VRAM
-/// budget until dropped.
-pub struct ResidentMatrices {
+/// A circuit's A, B, C and its queries' index lists for the device, resident there or
+/// streamed through two pairs of buffers at each use; what the device holds is counted
+/// against the VRAM budget until dropped.
+pub struct DeviceMatrices {
     /// A's, B's and C's chunks.
     matrices: [Vec<Chunk>; 3],
     /// The A and B queries' gathers.
     queries: [Vec<Chunk>; 2],
+    /// Where the matrices stream: the system whose entries they upload and the two pairs of
+    /// buffers (row starts, entries) chunks take in turn.
+    stream: Option<Stream>,
     values: Vec<Scalar>,
     inputs: usize,
     query_lengths: [usize; 2],
@@ -76,16 +123,33 @@ pub struct ResidentMatrices {
     _budget: Option<Reservation>,
 }
 
-impl ResidentMatrices {
-    /// Device bytes the matrices take.
+struct Stream {
+    system: Arc<RecordedSystem>,
+    buffers: [[wgpu::Buffer; 2]; 2],
+}
+
+impl DeviceMatrices {
+    /// Device bytes the matrices take (resident) or stream through.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Whether the matrices stream from host memory at each use.
+    pub fn streamed(&self) -> bool {
+        self.stream.is_some()
     }
 
     /// Lengths of the A and B queries' scalars.
     pub fn query_lengths(&self) -> [usize; 2] {
         self.query_lengths
     }
+}
+
+/// Whether matrices get buffers of their own or stream.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    Resident,
+    Streamed,
 }
 
 impl SparseKernels {
@@ -127,14 +191,52 @@ impl SparseKernels {
         entries + (a + b) as u64 * 4
     }
 
-    /// Uploads `matrices` for products and gathers between vectors of `layouts`, counted
-    /// against `pool`'s budget when given ([`Error::VramBudget`] when it has no room).
+    /// Device bytes [`stream`](Self::stream) keeps for `system`, at most: two pairs of
+    /// buffers, each as long as the longest chunk could be (a device whose binding limit
+    /// is below [`STREAM_CHUNK_BYTES`] keeps less).
+    pub fn stream_bytes_of(system: &RecordedSystem) -> u64 {
+        let limit = STREAM_CHUNK_BYTES;
+        let [a, b] = query_lengths(system);
+        let words = ((system.rows() + 1).max(a).max(b) as u64 * 4).clamp(16, limit);
+        let csr = system.csr();
+        let entries = csr.iter().map(|m| m.columns.len()).max().unwrap_or(0);
+        2 * (words + (entries as u64 * ENTRY_BYTES).clamp(16, limit))
+    }
+
+    /// Uploads `system`'s matrices for products and gathers between vectors of `layouts`,
+    /// counted against `pool`'s budget when given ([`Error::VramBudget`] when it has no
+    /// room).
     pub fn upload(
         &self,
-        system: &RecordedSystem,
+        system: &Arc<RecordedSystem>,
         layouts: ProductLayouts,
         pool: Option<&BufferPool>,
-    ) -> Result<ResidentMatrices> {
+    ) -> Result<DeviceMatrices> {
+        self.prepare(system, layouts, pool, Placement::Resident)
+    }
+
+    /// `system`'s matrices as [`upload`](Self::upload) makes them, but kept in host memory
+    /// and streamed through two pairs of buffers of at most [`STREAM_CHUNK_BYTES`] at each
+    /// use: [`STREAM_BYTES`] of the budget at most instead of [`bytes_of`](Self::bytes_of),
+    /// for a proof's bytes uploaded again (the ~6.7 GB of a 2^27 FilecoinLike's, a quarter
+    /// of a second at the ~25 GB/s measured on the H200, against seconds of products and
+    /// selection on the CPU).
+    pub fn stream(
+        &self,
+        system: &Arc<RecordedSystem>,
+        layouts: ProductLayouts,
+        pool: Option<&BufferPool>,
+    ) -> Result<DeviceMatrices> {
+        self.prepare(system, layouts, pool, Placement::Streamed)
+    }
+
+    fn prepare(
+        &self,
+        system: &Arc<RecordedSystem>,
+        layouts: ProductLayouts,
+        pool: Option<&BufferPool>,
+        placement: Placement,
+    ) -> Result<DeviceMatrices> {
         let rows = system.rows();
         let [a_len, b_len] = query_lengths(system);
         for (what, len, layout) in [
@@ -171,25 +273,66 @@ impl SparseKernels {
         }
         let inputs_at = u32::try_from(system.values().len())
             .map_err(|_| Error::Internal("over 2^32 coefficient values".into()))?;
-        let chunk =
-            |part: usize, count: usize, out_first: usize, words, entries| -> Result<Chunk> {
-                let params = SparseParams {
-                    count: count as u32,
-                    out_first: out_first as u32,
-                    inputs_at,
-                    aux_part_log: layouts.aux.part_len().trailing_zeros(),
+        let limit = match placement {
+            Placement::Resident => self.binding_limit(),
+            Placement::Streamed => self.binding_limit().min(STREAM_CHUNK_BYTES),
+        };
+        // Each chunk as it lies in host memory: (part, rows or values, first output, the row
+        // starts or gathered columns, the matrix and range of its entries).
+        type HostChunk = (usize, usize, usize, Vec<u32>, Option<(usize, Range<usize>)>);
+        let mut host: [Vec<HostChunk>; 5] = Default::default();
+        for (m, matrix) in system.csr().into_iter().enumerate() {
+            for (part, range) in part_ranges(layouts.products, rows) {
+                let mut start = range.start;
+                while start < range.end {
+                    let stop = chunk_end(&matrix, start, range.end, limit)?;
+                    let base = matrix.row_starts[start];
+                    let row_starts = matrix.row_starts[start..=stop]
+                        .iter()
+                        .map(|&s| (s - base) as u32)
+                        .collect();
+                    let entries = base as usize..matrix.row_starts[stop] as usize;
+                    host[m].push((
+                        part,
+                        stop - start,
+                        start - range.start,
+                        row_starts,
+                        Some((m, entries)),
+                    ));
+                    start = stop;
+                }
+            }
+        }
+        let most = (limit / 4) as usize;
+        for (q, (columns, layout)) in query_columns(system)
+            .into_iter()
+            .zip([layouts.a, layouts.b])
+            .enumerate()
+        {
+            for (part, range) in part_ranges(layout, columns.len()) {
+                for start in range.clone().step_by(most) {
+                    let stop = (start + most).min(range.end);
+                    let words = columns[start..stop].to_vec();
+                    host[3 + q].push((part, stop - start, start - range.start, words, None));
+                }
+            }
+        }
+        let csr = system.csr();
+        let entries_of = |entries: &Option<(usize, Range<usize>)>| match entries {
+            Some((_, range)) => range.len(),
+            None => 0,
+        };
+        let bytes = match placement {
+            Placement::Resident => Self::bytes_of(system),
+            Placement::Streamed => {
+                let most = |bytes: &dyn Fn(&HostChunk) -> u64| {
+                    host.iter().flatten().map(bytes).max().unwrap_or(0).max(16)
                 };
-                Ok(Chunk {
-                    part,
-                    params,
-                    uniform: self
-                        .gpu
-                        .uniform_buffer("sparse parameters", bytemuck::bytes_of(&params))?,
-                    words,
-                    entries,
-                })
-            };
-        let bytes = Self::bytes_of(system);
+                let words = most(&|c: &HostChunk| c.3.len() as u64 * 4);
+                let entries = most(&|c: &HostChunk| entries_of(&c.4) as u64 * ENTRY_BYTES);
+                2 * (words + entries)
+            }
+        };
         let budget = match pool {
             Some(pool) => Some(pool.set_aside(bytes).ok_or_else(|| Error::VramBudget {
                 what: "the constraint matrices".into(),
@@ -198,71 +341,71 @@ impl SparseKernels {
             })?),
             None => None,
         };
-        let limit = self.binding_limit();
         let placeholder = self.gpu.storage_buffer("no entries", &[0; 8])?;
-        let upload = || -> Result<_> {
-            let matrix_chunks = |matrix: CsrView<'_>| -> Result<Vec<Chunk>> {
-                let mut chunks = Vec::new();
-                for (part, range) in part_ranges(layouts.products, rows) {
-                    let mut start = range.start;
-                    while start < range.end {
-                        let stop = chunk_end(&matrix, start, range.end, limit)?;
-                        let base = matrix.row_starts[start];
-                        let row_starts: Vec<u32> = matrix.row_starts[start..=stop]
-                            .iter()
-                            .map(|&s| (s - base) as u32)
-                            .collect();
-                        let entries = base as usize..matrix.row_starts[stop] as usize;
-                        let pairs: Vec<u32> = matrix.columns[entries.clone()]
-                            .iter()
-                            .zip(&matrix.coefficients[entries])
-                            .flat_map(|(&column, &coefficient)| [column, coefficient])
-                            .collect();
-                        let entries = if pairs.is_empty() {
-                            placeholder.clone()
-                        } else {
-                            self.words("matrix entries", &pairs)?
-                        };
-                        let words = self.words("matrix rows", &row_starts)?;
-                        chunks.push(chunk(
-                            part,
-                            stop - start,
-                            start - range.start,
-                            words,
-                            entries,
-                        )?);
-                        start = stop;
-                    }
+        let make = || -> Result<_> {
+            let stream = match placement {
+                Placement::Resident => None,
+                Placement::Streamed => {
+                    let words = host.iter().flatten().map(|c| c.3.len()).max().unwrap_or(0);
+                    let entries = host.iter().flatten().map(|c| entries_of(&c.4)).max();
+                    let pair = || -> Result<[wgpu::Buffer; 2]> {
+                        Ok([
+                            self.gpu.empty_storage_buffer(
+                                "streamed rows",
+                                (words as u64 * 4).max(16),
+                            )?,
+                            self.gpu.empty_storage_buffer(
+                                "streamed entries",
+                                (entries.unwrap_or(0) as u64 * ENTRY_BYTES).max(16),
+                            )?,
+                        ])
+                    };
+                    Some(Stream {
+                        system: system.clone(),
+                        buffers: [pair()?, pair()?],
+                    })
                 }
-                Ok(chunks)
             };
-            let query_chunks = |columns: Vec<u32>, layout: PartLayout| -> Result<Vec<Chunk>> {
-                let mut chunks = Vec::new();
-                let most = (limit / 4) as usize;
-                for (part, range) in part_ranges(layout, columns.len()) {
-                    for start in range.clone().step_by(most) {
-                        let stop = (start + most).min(range.end);
-                        let words = self.words("query columns", &columns[start..stop])?;
-                        let entries = placeholder.clone();
-                        chunks.push(chunk(
-                            part,
-                            stop - start,
-                            start - range.start,
-                            words,
-                            entries,
-                        )?);
-                    }
+            let mut chunks: [Vec<Chunk>; 5] = Default::default();
+            for (out, host) in chunks.iter_mut().zip(host) {
+                for (part, count, out_first, words, entries) in host {
+                    let params = SparseParams {
+                        count: count as u32,
+                        out_first: out_first as u32,
+                        inputs_at,
+                        aux_part_log: layouts.aux.part_len().trailing_zeros(),
+                        coefficients_at: entries_of(&entries) as u32,
+                        _pad: [0; 3],
+                    };
+                    let data = match placement {
+                        Placement::Streamed => ChunkData::Streamed { words, entries },
+                        Placement::Resident => ChunkData::Resident {
+                            words: self.words("matrix rows", &words)?,
+                            entries: match entries {
+                                Some((m, range)) if !range.is_empty() => {
+                                    let mut pairs = csr[m].columns[range.clone()].to_vec();
+                                    pairs.extend_from_slice(&csr[m].coefficients[range]);
+                                    self.words("matrix entries", &pairs)?
+                                }
+                                _ => placeholder.clone(),
+                            },
+                        },
+                    };
+                    out.push(Chunk {
+                        part,
+                        params,
+                        uniform: self
+                            .gpu
+                            .uniform_buffer("sparse parameters", bytemuck::bytes_of(&params))?,
+                        data,
+                    });
                 }
-                Ok(chunks)
-            };
-            let [a, b, c] = system.csr();
-            let [a_columns, b_columns] = query_columns(system);
-            Ok(ResidentMatrices {
-                matrices: [matrix_chunks(a)?, matrix_chunks(b)?, matrix_chunks(c)?],
-                queries: [
-                    query_chunks(a_columns, layouts.a)?,
-                    query_chunks(b_columns, layouts.b)?,
-                ],
+            }
+            let [a, b, c, query_a, query_b] = chunks;
+            Ok(DeviceMatrices {
+                matrices: [a, b, c],
+                queries: [query_a, query_b],
+                stream,
                 values: system.values().to_vec(),
                 inputs: system.inputs,
                 query_lengths: [a_len, b_len],
@@ -272,7 +415,7 @@ impl SparseKernels {
             })
         };
         self.gpu
-            .allocating("the constraint matrices", bytes, upload)?
+            .allocating("the constraint matrices", bytes, make)?
     }
 
     /// A storage buffer of `words` (at least one binding's minimum).
@@ -287,7 +430,7 @@ impl SparseKernels {
     /// then `aux` (the vector the L MSM reads). Returns the submission to wait on.
     pub fn products(
         &self,
-        matrices: &ResidentMatrices,
+        matrices: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &DeviceVector<Scalar>,
         out: [&DeviceVector<Scalar>; 3],
@@ -306,7 +449,7 @@ impl SparseKernels {
     /// [`products`](Self::products) writes it. Returns the submission to wait on.
     pub fn product(
         &self,
-        matrices: &ResidentMatrices,
+        matrices: &DeviceMatrices,
         matrix: usize,
         inputs: &[Scalar],
         aux: &DeviceVector<Scalar>,
@@ -335,7 +478,7 @@ impl SparseKernels {
     /// densities mark. Returns the submission to wait on.
     pub fn queries(
         &self,
-        matrices: &ResidentMatrices,
+        matrices: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &DeviceVector<Scalar>,
         out: [&DeviceVector<Scalar>; 2],
@@ -351,10 +494,13 @@ impl SparseKernels {
     }
 
     /// Dispatches `entry` over every chunk, each writing its part of its output vector.
+    /// Resident chunks go in one submission; a streamed chunk is uploaded into a stream
+    /// buffer pair, the pairs in turn, and submitted alone, so that the next upload into a
+    /// pair queues after the dispatch that last read it (one queue runs in order).
     fn run<'c>(
         &self,
         entry: SparseEntry,
-        matrices: &ResidentMatrices,
+        matrices: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &DeviceVector<Scalar>,
         chunks: impl Iterator<Item = (&'c Vec<Chunk>, &'c DeviceVector<Scalar>)> + Clone,
@@ -384,11 +530,35 @@ impl SparseKernels {
             .flat_map(|(chunks, out)| chunks.iter().map(move |c| (c, out)))
             .collect();
         let mut encoder = self.gpu.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            pass.set_pipeline(self.program.pipeline(entry));
-            for (chunk, out) in &chunks {
-                let mut buffers = vec![&chunk.uniform, &chunk.words, &chunk.entries, &table];
+        let mut submission = None;
+        for (i, (chunk, out)) in chunks.iter().enumerate() {
+            let (words, entries) = match (&chunk.data, &matrices.stream) {
+                (ChunkData::Resident { words, entries }, _) => (words, entries),
+                (ChunkData::Streamed { words, entries }, Some(stream)) => {
+                    let [words_buffer, entries_buffer] = &stream.buffers[i % 2];
+                    self.gpu
+                        .upload(words_buffer, 0, bytemuck::cast_slice(words))?;
+                    if let Some((m, range)) = entries {
+                        let matrix = &stream.system.csr()[*m];
+                        let columns = &matrix.columns[range.clone()];
+                        self.gpu
+                            .upload(entries_buffer, 0, bytemuck::cast_slice(columns))?;
+                        self.gpu.upload(
+                            entries_buffer,
+                            columns.len() as u64 * 4,
+                            bytemuck::cast_slice(&matrix.coefficients[range.clone()]),
+                        )?;
+                    }
+                    (words_buffer, entries_buffer)
+                }
+                (ChunkData::Streamed { .. }, None) => {
+                    return Err(Error::Internal("a streamed chunk without streams".into()))
+                }
+            };
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(self.program.pipeline(entry));
+                let mut buffers = vec![&chunk.uniform, words, entries, &table];
                 buffers.extend(&aux_parts);
                 buffers.push(&out.parts()[chunk.part]);
                 let resources: Vec<_> = buffers.iter().map(|b| b.as_entire_binding()).collect();
@@ -397,8 +567,18 @@ impl SparseKernels {
                 pass.set_bind_group(0, &group, &[]);
                 pass.dispatch_workgroups(x, y, 1);
             }
+            if matches!(chunk.data, ChunkData::Streamed { .. }) {
+                let done = std::mem::replace(
+                    &mut encoder,
+                    self.gpu.device.create_command_encoder(&Default::default()),
+                );
+                submission = Some(self.gpu.submit([done.finish()]));
+            }
         }
-        let submission = self.gpu.submit([encoder.finish()]);
+        let submission = match submission {
+            Some(last) => last,
+            None => self.gpu.submit([encoder.finish()]),
+        };
         aux.used_by(&submission);
         for (_, out) in chunks {
             out.used_by(&submission);

@@ -35,7 +35,7 @@ impl EntryPoint for SparseEntry {
 /// Aux parts the kernel binds.
 pub const AUX_PARTS: usize = 4;
 
-/// Mirrors `SparseParams` in sparse.wgsl.
+/// Mirrors `SparseParams` in sparse.wgsl, padded to a 16-byte uniform block.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct SparseParams {
@@ -43,6 +43,8 @@ pub struct SparseParams {
     pub out_first: u32,
     pub inputs_at: u32,
     pub aux_part_log: u32,
+    pub coefficients_at: u32,
+    pub _pad: [u32; 3],
 }
 
 impl Program for SparseProgram {
@@ -65,6 +67,8 @@ impl Program for SparseProgram {
             out_first,
             inputs_at,
             aux_part_log,
+            coefficients_at,
+            _pad,
         }),
     )];
 

@@ -13,7 +13,7 @@ use crate::groth16::synthesis::ProvingAssignment;
 use crate::msm::msm_cpu;
 use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttOp};
 use crate::recorded::RecordedSystem;
-use crate::sparse::ResidentMatrices;
+use crate::sparse::DeviceMatrices;
 use crate::{Error, Result};
 
 /// blstrs and bellperson on this machine's cores.
@@ -52,7 +52,7 @@ impl Engine for CpuEngine {
     fn products<'a>(
         &'a self,
         system: &RecordedSystem,
-        _: Option<&ResidentMatrices>,
+        _: Option<&DeviceMatrices>,
         inputs: &[Scalar],
         aux_values: &[Scalar],
         _: &Cow<'a, [Scalar]>,
@@ -65,7 +65,7 @@ impl Engine for CpuEngine {
     fn products_and_h_in_pairs<'a>(
         &'a self,
         system: &RecordedSystem,
-        _: &ResidentMatrices,
+        _: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &Cow<'a, [Scalar]>,
     ) -> Result<Cow<'a, [Scalar]>> {
@@ -94,14 +94,14 @@ impl Engine for CpuEngine {
         Ok(values.to_vec())
     }
 
-    fn selects_on_device(&self, _: Option<&ResidentMatrices>) -> bool {
+    fn selects_on_device(&self, _: Option<&DeviceMatrices>) -> bool {
         false
     }
 
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,
-        _: Option<&ResidentMatrices>,
+        _: Option<&DeviceMatrices>,
         _: &Cow<'a, [Scalar]>,
     ) -> Result<[Cow<'a, [Scalar]>; 2]> {
         self.place_selected(select_on_host(assignment), &Cow::Borrowed(&[]))

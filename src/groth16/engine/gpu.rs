@@ -21,7 +21,7 @@ use crate::groth16::synthesis::ProvingAssignment;
 use crate::msm::{kept_bytes, MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scalars};
 use crate::ntt::{NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
-use crate::sparse::{query_lengths, ProductLayouts, ResidentMatrices, SparseKernels};
+use crate::sparse::{query_lengths, DeviceMatrices, MatrixBytes, ProductLayouts, SparseKernels};
 use crate::subgroup::GpuSubgroupCheck;
 use crate::{Error, Result};
 
@@ -254,9 +254,14 @@ impl GpuEngine {
         Ok(Some(check))
     }
 
-    /// `system`'s matrices on the device for the products and query scalars of their witnesses,
-    /// within the VRAM budget ([`Error::VramBudget`] when it has no room).
-    pub fn upload_matrices(&self, system: &RecordedSystem) -> Result<ResidentMatrices> {
+    /// `system`'s matrices for the products and query scalars of their witnesses on the
+    /// device, resident or (`streamed`) streamed from host memory at each use, within the
+    /// VRAM budget ([`Error::VramBudget`] when it has no room).
+    pub fn device_matrices(
+        &self,
+        system: &Arc<RecordedSystem>,
+        streamed: bool,
+    ) -> Result<DeviceMatrices> {
         let [a, b] = query_lengths(system);
         let layouts = ProductLayouts {
             products: self.padded_layout(system.rows())?,
@@ -264,7 +269,11 @@ impl GpuEngine {
             a: self.padded_layout(a)?,
             b: self.padded_layout(b)?,
         };
-        self.sparse()?.upload(system, layouts, Some(&self.pool))
+        let sparse = self.sparse()?;
+        match streamed {
+            true => sparse.stream(system, layouts, Some(&self.pool)),
+            false => sparse.upload(system, layouts, Some(&self.pool)),
+        }
     }
 
     /// The layout of `len` values zero-padded to the next power of two, as
@@ -286,9 +295,13 @@ impl GpuEngine {
         Ok((layout.elements() * std::mem::size_of::<Scalar>()) as u64)
     }
 
-    /// The device bytes of `params`' proofs on this device, with `matrices` bytes of
-    /// constraint matrices to place (0: not known yet).
-    pub fn footprint(&self, params: &ProvingParameters, matrices: u64) -> Result<Footprint> {
+    /// The device bytes of `params`' proofs on this device, with constraint matrices of
+    /// `matrices` bytes to place (zero: not known yet).
+    pub fn footprint(
+        &self,
+        params: &ProvingParameters,
+        matrices: MatrixBytes,
+    ) -> Result<Footprint> {
         let domain = params.h.len() + 1;
         let g1_lens = [
             params.h.len(),
@@ -369,7 +382,8 @@ impl GpuEngine {
                 (params.b_g2.len(), g2),
             ],
             chunks,
-            matrices,
+            matrices: matrices.resident,
+            matrix_stream: matrices.streamed,
         })
     }
 
@@ -382,7 +396,7 @@ impl GpuEngine {
         &self,
         params: &ProvingParameters,
         workers: usize,
-        matrices: u64,
+        matrices: MatrixBytes,
     ) -> Result<ResidentParams> {
         let footprint = self.footprint(params, matrices)?;
         let mut budget = self.pool.budget();
@@ -546,13 +560,13 @@ impl Engine for GpuEngine {
     fn products<'a>(
         &'a self,
         system: &RecordedSystem,
-        resident: Option<&ResidentMatrices>,
+        matrices: Option<&DeviceMatrices>,
         inputs: &[Scalar],
         aux_values: &[Scalar],
         aux: &GpuVector<'a>,
         in_parts: bool,
     ) -> Result<[GpuVector<'a>; 3]> {
-        let (Some(resident), GpuVector::Device(aux)) = (resident, aux) else {
+        let (Some(matrices), GpuVector::Device(aux)) = (matrices, aux) else {
             let [a, b, c] = system.products_of(inputs, aux_values);
             // With the scalars kept on the host, or the H step in parts, so are a, b, c: the
             // H step moves them.
@@ -569,7 +583,7 @@ impl Engine for GpuEngine {
         // Waited on, so that the products' time is their own step's and not the H step's.
         let submission =
             self.sparse()?
-                .products(resident, inputs, aux, [&out[0], &out[1], &out[2]])?;
+                .products(matrices, inputs, aux, [&out[0], &out[1], &out[2]])?;
         self.gpu.wait_for(submission)?;
         Ok(out.map(|v| GpuVector::Device(Box::new(v))))
     }
@@ -577,7 +591,7 @@ impl Engine for GpuEngine {
     fn products_and_h_in_pairs<'a>(
         &'a self,
         system: &RecordedSystem,
-        resident: &ResidentMatrices,
+        matrices: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &GpuVector<'a>,
     ) -> Result<GpuVector<'a>> {
@@ -589,11 +603,11 @@ impl Engine for GpuEngine {
         let sparse = self.sparse()?;
         let [a, b] = [(); 2].map(|_| self.zeroed(system.rows()));
         let (a, b) = (a?, b?);
-        sparse.product(resident, 0, inputs, aux, &a)?;
-        sparse.product(resident, 1, inputs, aux, &b)?;
+        sparse.product(matrices, 0, inputs, aux, &a)?;
+        sparse.product(matrices, 1, inputs, aux, &b)?;
         let last = self
             .ntt
-            .h_in_pairs(&a, &b, |c| sparse.product(resident, 2, inputs, aux, c))?;
+            .h_in_pairs(&a, &b, |c| sparse.product(matrices, 2, inputs, aux, c))?;
         self.gpu.wait_for(last)?;
         Ok(GpuVector::Device(Box::new(a)))
     }
@@ -655,26 +669,27 @@ impl Engine for GpuEngine {
         Ok(values)
     }
 
-    /// Resident matrices are the ones [`select_ab`](Engine::select_ab) gathers by (from the aux
-    /// values [`upload`](Engine::upload) put on the device).
-    fn selects_on_device(&self, resident: Option<&ResidentMatrices>) -> bool {
-        resident.is_some()
+    /// Matrices on the device, resident or streamed, are the ones
+    /// [`select_ab`](Engine::select_ab) gathers by (from the aux values
+    /// [`upload`](Engine::upload) put on the device).
+    fn selects_on_device(&self, matrices: Option<&DeviceMatrices>) -> bool {
+        matrices.is_some()
     }
 
-    /// Gathered on the device with resident matrices (waited on, so that the prover can time
+    /// Gathered on the device with the matrices there (waited on, so that the prover can time
     /// it as a step). Otherwise selected on the CPU and placed as
     /// [`place_selected`](Engine::place_selected) places them.
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,
-        resident: Option<&ResidentMatrices>,
+        matrices: Option<&DeviceMatrices>,
         aux: &GpuVector<'a>,
     ) -> Result<[GpuVector<'a>; 2]> {
-        if let (Some(resident), GpuVector::Device(aux)) = (resident, aux) {
-            let [a, b] = resident.query_lengths().map(|len| self.zeroed(len));
+        if let (Some(matrices), GpuVector::Device(aux)) = (matrices, aux) {
+            let [a, b] = matrices.query_lengths().map(|len| self.zeroed(len));
             let out = [a?, b?];
             let submission = self.sparse()?.queries(
-                resident,
+                matrices,
                 &assignment.input_assignment,
                 aux,
                 [&out[0], &out[1]],

@@ -31,7 +31,7 @@ use crate::gpu::{AdapterSelector, GpuContext};
 use crate::msm::MsmConfig;
 use crate::ntt::NttOp;
 use crate::recorded::RecordedSystem;
-use crate::sparse::ResidentMatrices;
+use crate::sparse::DeviceMatrices;
 use crate::{Error, Result};
 
 /// Where a proof's heavy steps run. A vector or a set of bases is the engine's own: host
@@ -79,14 +79,14 @@ pub trait Engine: Sync {
     /// (`ProvingAssignment::deferred_products`): A·z, B·z and C·z of `system`'s matrices, z the
     /// `inputs` then `aux_values`, where this engine computes, as [`h_inputs`](Self::h_inputs)
     /// gives them. `aux` is `aux_values` as [`upload`](Self::upload) put them (the L MSM's
-    /// scalars, which a GPU reads in place); `resident` the matrices on this engine's device,
-    /// if they are kept there (else the products run on the CPU). Products run on the CPU
+    /// scalars, which a GPU reads in place); `matrices` the matrices on this engine's device,
+    /// kept or streamed there (else the products run on the CPU). Products run on the CPU
     /// stay in host memory where the scalars do or `in_parts` (the H step in parts moves
     /// them).
     fn products<'a>(
         &'a self,
         system: &RecordedSystem,
-        resident: Option<&ResidentMatrices>,
+        matrices: Option<&DeviceMatrices>,
         inputs: &[Scalar],
         aux_values: &[Scalar],
         aux: &Self::Vector<'a>,
@@ -94,12 +94,12 @@ pub trait Engine: Sync {
     ) -> Result<[Self::Vector<'a>; 3]>;
 
     /// [`products`](Self::products) then [`h_step`](Self::h_step), two vectors at a time on
-    /// a GPU with `resident` matrices (`NttKernels::h_in_pairs`: A·z and B·z to the coset and
-    /// their product, then C·z in b's room): h's coefficients, as the H step leaves them in a.
+    /// a GPU with the device's `matrices` (`NttKernels::h_in_pairs`: A·z and B·z to the coset
+    /// and their product, then C·z in b's room): h's coefficients, as the H step leaves them in a.
     fn products_and_h_in_pairs<'a>(
         &'a self,
         system: &RecordedSystem,
-        resident: &ResidentMatrices,
+        matrices: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &Self::Vector<'a>,
     ) -> Result<Self::Vector<'a>>;
@@ -117,23 +117,23 @@ pub trait Engine: Sync {
     /// The first `len` values of `vector`, in host memory.
     fn read(&self, vector: &Self::Vector<'_>, len: usize) -> Result<Vec<Scalar>>;
 
-    /// Whether [`select_ab`](Self::select_ab) with `resident` matrices gathers on this
+    /// Whether [`select_ab`](Self::select_ab) with the device's `matrices` gathers on this
     /// engine's device (a few kernels, waited on: the prover runs it as a step of its own,
     /// after the H step) rather than on the host (seconds at 2^27: the prover runs
     /// [`select_on_host`] beside the H step and the H and L MSMs, then
     /// [`place_selected`](Self::place_selected)).
-    fn selects_on_device(&self, resident: Option<&ResidentMatrices>) -> bool;
+    fn selects_on_device(&self, matrices: Option<&DeviceMatrices>) -> bool;
 
     /// The A and B queries' scalars of a proof: A's are the inputs, then the aux variables
     /// A's density marks; B's are the inputs and the aux variables B's densities mark.
     /// bellperson runs each query as an input and an aux MSM over consecutive bases; one MSM
-    /// over the concatenation is the same sum. With `resident` matrices of the proof's
+    /// over the concatenation is the same sum. With the device's `matrices` of the proof's
     /// circuit, a GPU gathers them from `aux` (the aux values as [`upload`](Self::upload) put
     /// them) where they are, instead of selecting on the host and uploading.
     fn select_ab<'a>(
         &'a self,
         assignment: &ProvingAssignment,
-        resident: Option<&ResidentMatrices>,
+        matrices: Option<&DeviceMatrices>,
         aux: &Self::Vector<'a>,
     ) -> Result<[Self::Vector<'a>; 2]>;
 

@@ -39,6 +39,9 @@ pub struct Footprint {
     /// The constraint matrices the proofs' products and A, B gathers read on the device,
     /// where known when the plan is made (0: not known).
     pub matrices: u64,
+    /// The buffers those matrices stream through where they are not resident (0: matrices
+    /// not known).
+    pub matrix_stream: u64,
 }
 
 impl Footprint {
@@ -151,6 +154,8 @@ pub struct DevicePlan {
     pub proof_bytes: u64,
     /// Bytes set aside for the constraint matrices (0: none planned).
     pub matrices_bytes: u64,
+    /// Whether those bytes are the buffers the matrices stream through.
+    pub matrices_streamed: bool,
     /// Bytes of the resident bases.
     pub resident_bytes: u64,
 }
@@ -175,6 +180,7 @@ impl DevicePlan {
             .ok_or_else(|| Error::Internal("no MSM chunk size to plan with".into()))?;
         let abc = 3 * footprint.domain_vector;
         let resident_proof = footprint.resident_proof();
+        let paired = footprint.paired_proof();
         let everything = resident_proof + footprint.matrices + footprint.bases_bytes();
         let stream_bytes = |chunk: &ChunkOption| {
             let point = |set: usize| footprint.bases[set].1;
@@ -186,19 +192,19 @@ impl DevicePlan {
         let kept_with_streams =
             |option: &ChunkOption| option.kept + stream_bytes(option).iter().sum::<u64>();
         let large_chunk = LARGE_CHUNK.min(footprint.chunks[0].points[0]);
-        // The largest buffers of which one proof fits, with the matrices first. (Reserving
-        // two proofs in flight with smaller buffers instead was slower:
-        // docs/benchmarks/vram-budgets.md, 8fec278.)
+        // The largest buffers of which one proof fits, with the matrices first, resident and
+        // then streamed (their products and gathers on the device cost a proof the upload of
+        // their bytes, the CPU's seconds more). (Reserving two proofs in flight with smaller
+        // buffers instead was slower: docs/benchmarks/vram-budgets.md, 8fec278.)
+        let (matrices, stream) = (footprint.matrices, footprint.matrix_stream);
         let modes = [
-            (ProofBuffers::Resident, resident_proof, footprint.matrices),
-            (
-                ProofBuffers::ProductsInPairs,
-                footprint.paired_proof(),
-                footprint.matrices,
-            ),
-            (ProofBuffers::Resident, resident_proof, 0),
-            (ProofBuffers::ScalarsStreamed, abc, 0),
-            (ProofBuffers::HInParts, footprint.h_in_parts, 0),
+            (ProofBuffers::Resident, resident_proof, matrices, false),
+            (ProofBuffers::ProductsInPairs, paired, matrices, false),
+            (ProofBuffers::Resident, resident_proof, stream, true),
+            (ProofBuffers::ProductsInPairs, paired, stream, true),
+            (ProofBuffers::Resident, resident_proof, 0, false),
+            (ProofBuffers::ScalarsStreamed, abc, 0, false),
+            (ProofBuffers::HInParts, footprint.h_in_parts, 0, false),
         ];
         // Everything resident at the largest chunks where it fits. Else the largest proof
         // buffers beside which some option fits, and of those options the largest chunk with
@@ -213,48 +219,44 @@ impl DevicePlan {
                     .find(|option| option.kept + everything <= budget)
             })
             .flatten();
-        let (chunk, kept_streaming, (proof, proof_bytes, matrices_bytes)) = match everything_fits {
-            // Where everything fits nothing streams: no stream buffers to set aside.
-            Some(chunk) => (chunk, chunk.kept, modes[0]),
-            None => modes
-                .iter()
-                .filter(|&&(mode, _, matrices)| {
-                    // Pairs need the matrices on the device.
-                    mode != ProofBuffers::ProductsInPairs || matrices > 0
-                })
-                .find_map(|&(mode, proof_bytes, matrices)| {
-                    let bytes = proof_bytes + matrices;
-                    // Matrices only beside large chunks (or the MSM's own, where smaller):
-                    // at 24 GiB they left 80,640-point chunks, and the MSMs of a 2^27 proof
-                    // took 14 s against 4.3 s with 1,290,496-point chunks at 32 GiB (H200,
-                    // 675a7e2).
-                    let fits = |option: &&ChunkOption| {
-                        kept_with_streams(option) + bytes <= budget
-                            && (matrices == 0 || option.points[0] >= large_chunk)
-                    };
-                    let mut fitting = footprint.chunks.iter().filter(fits);
-                    fitting
-                        .clone()
-                        .filter(|option| option.bucket_bytes == u64::MAX)
-                        .find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
-                        .or_else(|| fitting.next())
-                        .map(|chunk| {
-                            (
-                                chunk,
-                                kept_with_streams(chunk),
-                                (mode, proof_bytes, matrices),
-                            )
-                        })
-                })
-                .ok_or_else(|| Error::VramBudget {
-                    what: "one proof at its smallest (one of the H step's a, b, c and a part \
-                           of another, the MSM workspaces and power tables, two chunks of \
-                           streamed bases per curve)"
-                        .into(),
-                    needed: kept_with_streams(smallest) + footprint.h_in_parts,
-                    budget,
-                })?,
-        };
+        let (chunk, kept_streaming, (proof, proof_bytes, matrices_bytes, matrices_streamed)) =
+            match everything_fits {
+                // Where everything fits nothing streams: no stream buffers to set aside.
+                Some(chunk) => (chunk, chunk.kept, modes[0]),
+                None => modes
+                    .iter()
+                    .filter(|&&(mode, _, matrices_bytes, streamed)| {
+                        // Matrices only where known; pairs need them on the device.
+                        let known = matrices > 0 && matrices_bytes > 0;
+                        known || (!streamed && mode != ProofBuffers::ProductsInPairs)
+                    })
+                    .find_map(|&mode @ (_, proof_bytes, matrices, _)| {
+                        let bytes = proof_bytes + matrices;
+                        // Matrices only beside large chunks (or the MSM's own, where
+                        // smaller): at 24 GiB they left 80,640-point chunks, and the MSMs of
+                        // a 2^27 proof took 14 s against 4.3 s with 1,290,496-point chunks at
+                        // 32 GiB (H200, 675a7e2).
+                        let fits = |option: &&ChunkOption| {
+                            kept_with_streams(option) + bytes <= budget
+                                && (matrices == 0 || option.points[0] >= large_chunk)
+                        };
+                        let mut fitting = footprint.chunks.iter().filter(fits);
+                        fitting
+                            .clone()
+                            .filter(|option| option.bucket_bytes == u64::MAX)
+                            .find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
+                            .or_else(|| fitting.next())
+                            .map(|chunk| (chunk, kept_with_streams(chunk), mode))
+                    })
+                    .ok_or_else(|| Error::VramBudget {
+                        what: "one proof at its smallest (one of the H step's a, b, c and a \
+                               part of another, the MSM workspaces and power tables, two \
+                               chunks of streamed bases per curve)"
+                            .into(),
+                        needed: kept_with_streams(smallest) + footprint.h_in_parts,
+                        budget,
+                    })?,
+            };
         let [g1_bytes, g2_bytes] = stream_bytes(chunk);
         let mut left = budget - kept_streaming - proof_bytes - matrices_bytes;
         let mut resident_points = [0; 5];
@@ -296,6 +298,7 @@ impl DevicePlan {
             kept_bytes,
             proof_bytes,
             matrices_bytes,
+            matrices_streamed,
             resident_bytes,
         })
     }
@@ -385,6 +388,11 @@ impl DevicePlan {
                 ", no room set aside for the constraint matrices ({} MiB)",
                 mib(known)
             ),
+            (bytes, known) if self.matrices_streamed => format!(
+                ", the constraint matrices ({} MiB) streamed through {} MiB",
+                mib(known),
+                mib(bytes)
+            ),
             (bytes, _) => format!(", room for the constraint matrices ({} MiB)", mib(bytes)),
         };
         format!(
@@ -433,6 +441,7 @@ mod tests {
             bases: [(n, 96), (n, 96), (n, 96), (n / 2, 96), (n / 2, 192)],
             chunks,
             matrices: 0,
+            matrix_stream: 0,
         }
     }
 
@@ -508,13 +517,15 @@ mod tests {
     }
 
     /// Known matrices (7 GiB, a 2^27 FilecoinLike's) take their room before the bases where
-    /// they fit beside a proof with its scalars on the device (32 GiB), and none where they
-    /// do not (16 GiB); the plan stays within the budget either way.
+    /// they fit beside a proof with its scalars on the device (32 GiB), their stream buffers
+    /// where only those fit (20 and 16 GiB), and none where neither does (8 GiB); the plan
+    /// stays within the budget either way.
     #[test]
     fn known_matrices_come_before_the_bases() {
         let mut f = shape_2_27();
         let without = DevicePlan::new(&f, 32 * GIB, 2).unwrap();
         f.matrices = 7 * GIB;
+        f.matrix_stream = GIB / 4;
         let plan = DevicePlan::new(&f, 32 * GIB, 2).unwrap();
         assert_eq!(plan.proof, ProofBuffers::Resident);
         assert_eq!(plan.matrices_bytes, 7 * GIB);
@@ -534,21 +545,39 @@ mod tests {
                 + plan.matrices_bytes
                 + plan.proof_bytes * plan.proofs_in_flight as u64;
             assert!(used <= plan.budget, "{gib} GiB: {plan:?}");
-            if gib <= 16 {
-                assert_eq!(plan.matrices_bytes, 0, "{gib} GiB: {plan:?}");
-                assert!(plan
-                    .describe(&f)
-                    .contains("no room set aside for the constraint matrices (7168 MiB)"));
-            }
+            assert_eq!(
+                plan.matrices_streamed,
+                plan.matrices_bytes == f.matrix_stream,
+                "{gib} GiB: {plan:?}"
+            );
         }
+        let plan = DevicePlan::new(&f, 20 * GIB, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::Resident, "{plan:?}");
+        assert!(plan.matrices_streamed, "{plan:?}");
+        // At 16 GiB the L scalars and two vectors (12 GiB) with the stream buffers: the
+        // products and the A, B gathers stay on the device.
+        let plan = DevicePlan::new(&f, 16 * GIB, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
+        assert!(plan.matrices_streamed, "{plan:?}");
+        assert!(plan.chunk_points[0] >= LARGE_CHUNK, "{plan:?}");
+        assert!(plan
+            .describe(&f)
+            .contains("the constraint matrices (7168 MiB) streamed through 256 MiB"));
+        let plan = DevicePlan::new(&f, 8 * GIB, 2).unwrap();
+        assert_eq!(plan.matrices_bytes, 0, "{plan:?}");
+        assert!(plan
+            .describe(&f)
+            .contains("no room set aside for the constraint matrices (7168 MiB)"));
         // At 24 GiB the matrices do not fit beside three vectors and the L scalars (23 GiB):
         // two vectors at a time they do, beside large chunks.
         let plan = DevicePlan::new(&f, 24 * GIB, 2).unwrap();
         assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
         assert_eq!(plan.matrices_bytes, 7 * GIB);
+        assert!(!plan.matrices_streamed);
         assert!(plan.scalars_on_device() && plan.products_in_pairs());
         // Unknown matrices never plan pairs, and the plan does not speak of them.
         f.matrices = 0;
+        f.matrix_stream = 0;
         for gib in [32, 24, 20, 16] {
             let plan = DevicePlan::new(&f, gib * GIB, 2).unwrap();
             assert_ne!(plan.proof, ProofBuffers::ProductsInPairs, "{gib} GiB");
