@@ -671,9 +671,8 @@ fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
-    let pairs = |plan: &DevicePlan| {
-        plan.proof == ProofBuffers::ProductsInPairs && !plan.matrices_streamed
-    };
+    let pairs =
+        |plan: &DevicePlan| plan.proof == ProofBuffers::ProductsInPairs && !plan.matrices_streamed;
     let report = prove_within_the_smallest_budget(&engine, 33, pairs, Told::MatricesLater);
     assert_eq!(
         report.time(Step::Products),
@@ -702,6 +701,42 @@ fn products_in_pairs_with_streamed_matrices_give_bellpersons_proof_within_the_bu
         "the A and B scalars gathered on the device"
     );
     engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
+}
+
+/// Within the smallest budget that plans the products on the device beside the H step in
+/// parts (the L scalars, one vector and a part: 9 GiB at 2^27, the plan at 12 GiB), on an
+/// engine whose vectors come in parts of 16 KiB (at 2^27 they come in four), with the
+/// matrices resident and streamed: a recorded proof computes its products inside the H
+/// step and gathers its A and B scalars on the device, and a fully synthesized one takes
+/// the H step in parts, each bellperson's, within the budget.
+#[test]
+fn products_in_parts_give_bellpersons_proof_within_the_budget() {
+    static ENGINE: OnceLock<Option<Arc<ProverEngine>>> = OnceLock::new();
+    let Some(engine) = ENGINE
+        .get_or_init(|| {
+            let gpu = common::gpu(common::Target::Native)?;
+            let own = GpuContext::from_adapter(gpu.adapter.clone()).unwrap();
+            let engine = ProverEngine::on_device_within(own, MsmConfig::default(), Some(BUDGET));
+            Some(Arc::new(engine.unwrap().with_vector_parts_within(16 << 10)))
+        })
+        .clone()
+    else {
+        return;
+    };
+    for streamed in [false, true] {
+        let parts = |plan: &DevicePlan| {
+            plan.proof == ProofBuffers::ProductsInParts && plan.matrices_streamed == streamed
+        };
+        let report = prove_within_the_smallest_budget(&engine, 41, parts, Told::Matrices);
+        let zero = std::time::Duration::ZERO;
+        assert_eq!(report.time(Step::Products), zero, "streamed: {streamed}");
+        assert_eq!(
+            report.time(Step::ScalarSelection),
+            zero,
+            "streamed: {streamed}"
+        );
+        assert!(report.time(Step::Gather) > zero, "streamed: {streamed}");
+    }
 }
 
 /// Two batches at once on one device whose plan holds one proof's buffers (as two daemon

@@ -17,7 +17,7 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 
 use super::engine::{
-    select_on_host, DevicePlan, Engine, ProverConfig, ProverEngine, ResidentParams, Work,
+    select_on_host, DevicePlan, Engine, ProverConfig, ProverEngine, Query, ResidentParams, Work,
 };
 use super::params::ProvingParameters;
 use super::report::{ProveReport, Step};
@@ -311,7 +311,7 @@ impl Prover {
         };
         let counted = |plan: &&DevicePlan| {
             !plan.scalars_on_device()
-                || (plan.products_in_pairs() && assignment.deferred_products.is_none())
+                || (plan.products_with_h() && assignment.deferred_products.is_none())
         };
         let Some(plan) = plan.filter(counted) else {
             return 0;
@@ -323,7 +323,7 @@ impl Prover {
         let domain = rows.max(1).next_power_of_two();
         // The parted H step drops b and c computed for the proof once uploaded and reads
         // their transforms back at the domain's size.
-        let in_parts = plan.h_in_parts() || plan.products_in_pairs();
+        let in_parts = plan.h_in_parts() || plan.products_with_h();
         let (products, read_back) = match (&assignment.deferred_products, in_parts) {
             (Some(_), true) => (rows, 2 * domain),
             (Some(_), false) => (3 * rows, 0),
@@ -560,10 +560,10 @@ impl Prover {
         // host memory and stream with their MSMs' chunks.
         let deferred = assignment.deferred_products.as_ref();
         let scalars_on_device = resident.is_none_or(|r| r.plan.scalars_on_device());
-        // In pairs, a, b, c that do not come from the device's products take the H step in
-        // parts (three vectors do not fit beside the matrices).
-        let pairs = resident.is_some_and(|r| r.plan.products_in_pairs());
-        let h_in_parts = pairs || resident.is_some_and(|r| r.plan.h_in_parts());
+        // With the products in the H step, a, b, c that do not come from the device's
+        // products take the H step in parts (three vectors do not fit beside the matrices).
+        let with_h = resident.is_some_and(|r| r.plan.products_with_h());
+        let h_in_parts = with_h || resident.is_some_and(|r| r.plan.h_in_parts());
         let (abc, l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
@@ -583,12 +583,13 @@ impl Prover {
         let device_matrices = deferred.and_then(|m| self.device_matrices(m));
 
         let _compute = engine.enter(Stage::Compute);
-        let paired_matrices = device_matrices.as_deref().filter(|_| pairs);
-        let (mut abc, h_done) = match (deferred, paired_matrices) {
-            // The products inside the H step's time.
+        let matrices_with_h = device_matrices.as_deref().filter(|_| with_h);
+        let (mut abc, h_done) = match (deferred, matrices_with_h) {
+            // The products inside the H step's time, two vectors at a time or in parts.
             (Some(system), Some(matrices)) => {
+                let parts = resident.is_some_and(|r| r.plan.h_in_parts());
                 let h = self.step(lane, Step::HStep, report, || {
-                    engine.products_and_h_in_pairs(system, matrices, inputs, &l_scalars)
+                    engine.products_and_h(system, matrices, inputs, &l_scalars, parts)
                 })?;
                 ([h, engine.vector(&[]), engine.vector(&[])], true)
             }
@@ -629,54 +630,66 @@ impl Prover {
                 engine.msm::<G1>(&bases, &l_scalars, aux.len())
             })
         };
-        let ((h, l), [a_scalars, b_scalars]) =
-            if engine.selects_on_device(device_matrices.as_deref()) {
-                // A few kernels: a step of its own, so that each step's time is its own work.
-                h_step(&mut abc, report)?;
-                let h = msm_h(&mut abc, report)?;
-                let selected = self.step(lane, Step::Gather, report, || {
-                    engine.select_ab(assignment, device_matrices.as_deref(), &l_scalars)
-                })?;
-                ((h, msm_l(report)?), selected)
-            } else {
-                // The selection runs on a thread of its own beside this worker's steps, not as
-                // a rayon task beside them: on the CPU engine the H step then ran on a rayon
-                // thread and blocked it on bellperson's thread pool, whose tasks (a bellperson
-                // MSM) waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two
-                // tests at once on 2 cores).
-                let cpu_lane = format!("{lane} CPU");
-                let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
-                    let selection = scope.spawn(|| {
-                        let start = Instant::now();
-                        let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
-                            select_on_host(assignment)
-                        });
-                        (selected, start.elapsed())
+        // The A and B scalars placed on the device (or kept on the host), both at once, or
+        // `None`: gathered on the device, each before its MSMs.
+        let ((h, l), mut placed) = if engine.selects_on_device(device_matrices.as_deref()) {
+            h_step(&mut abc, report)?;
+            let h = msm_h(&mut abc, report)?;
+            ((h, msm_l(report)?), None)
+        } else {
+            // The selection runs on a thread of its own beside this worker's steps, not as
+            // a rayon task beside them: on the CPU engine the H step then ran on a rayon
+            // thread and blocked it on bellperson's thread pool, whose tasks (a bellperson
+            // MSM) waited on rayon in turn, and a batch deadlocked (tests/prove.rs, two
+            // tests at once on 2 cores).
+            let cpu_lane = format!("{lane} CPU");
+            let (h_and_l, (selected, selection_time)) = std::thread::scope(|scope| {
+                let selection = scope.spawn(|| {
+                    let start = Instant::now();
+                    let selected = self.span(&cpu_lane, Step::ScalarSelection.label(), || {
+                        select_on_host(assignment)
                     });
-                    let h_and_l = (|| {
-                        h_step(&mut abc, report)?;
-                        let h = msm_h(&mut abc, report)?;
-                        Ok::<_, Error>((h, msm_l(report)?))
-                    })();
-                    let selected = selection
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                    (h_and_l, selected)
+                    (selected, start.elapsed())
                 });
-                report.record(Step::ScalarSelection, selection_time);
-                let h_and_l = h_and_l?;
-                let placed = self.step(lane, Step::Gather, report, || {
-                    engine.place_selected(selected, &l_scalars)
-                })?;
-                (h_and_l, placed)
-            };
+                let h_and_l = (|| {
+                    h_step(&mut abc, report)?;
+                    let h = msm_h(&mut abc, report)?;
+                    Ok::<_, Error>((h, msm_l(report)?))
+                })();
+                let selected = selection
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (h_and_l, selected)
+            });
+            report.record(Step::ScalarSelection, selection_time);
+            let h_and_l = h_and_l?;
+            let placed = self.step(lane, Step::Gather, report, || {
+                engine.place_selected(selected, &l_scalars)
+            })?;
+            (h_and_l, Some(placed))
+        };
+        // One query's scalars at a time where gathered: a proof holds the aux values and
+        // one query's scalars (a few kernels, a step of their own, so that each step's time
+        // is its own work).
+        let mut scalars = |query: Query, report: &mut ProveReport| match &mut placed {
+            Some(placed) => Ok(std::mem::replace(
+                &mut placed[query.index()],
+                engine.vector(&[]),
+            )),
+            None => self.step(lane, Step::Gather, report, || {
+                engine.gather(assignment, device_matrices.as_deref(), &l_scalars, query)
+            }),
+        };
 
         let a_len = inputs.len() + a_aux_density.total();
         let b_len = b_input_density.total() + b_aux_density.total();
+        let a_scalars = scalars(Query::A, report)?;
         let a = self.step(lane, Step::MsmA, report, || {
             let bases = engine.bases(&params.a, resident.map(|r| &r.a));
             engine.msm::<G1>(&bases, &a_scalars, a_len)
         })?;
+        drop(a_scalars);
+        let b_scalars = scalars(Query::B, report)?;
         let b_g1 = self.step(lane, Step::MsmBG1, report, || {
             let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
             engine.msm::<G1>(&bases, &b_scalars, b_len)

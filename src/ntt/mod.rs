@@ -65,6 +65,15 @@ impl NttOp {
     ];
 }
 
+/// One of the H step's a, b, c for [`NttKernels::h_in_parts_of`].
+pub enum HInput<'a> {
+    /// Values in host memory, zero-padded to the domain.
+    Host(Cow<'a, [Scalar]>),
+    /// Written by the closure into a zeroed vector of the domain on the device (a product of
+    /// the device's matrices); returns the submission that writes it.
+    Device(&'a dyn Fn(&DeviceVector<Scalar>) -> Result<wgpu::SubmissionIndex>),
+}
+
 /// The NTT kernels of one wide-multiply path, with power tables cached per domain size.
 pub struct NttKernels {
     gpu: GpuContext,
@@ -415,20 +424,39 @@ impl NttKernels {
     ) -> Result<DeviceVector<Scalar>> {
         let (b, c) = (b.into(), c.into());
         let log_n = h_domain(a, &b, &c)?.trailing_zeros();
+        let inputs = [HInput::Host(a.into()), HInput::Host(b), HInput::Host(c)];
+        self.h_in_parts_of(log_n, inputs)
+    }
+
+    /// [`h_in_parts`](Self::h_in_parts) over the domain of 2^`log_n`, each of a, b, c from
+    /// host memory or written on the device (the products of the device's matrices: b and c
+    /// then cross the bus only on their way back, and a not at all).
+    pub fn h_in_parts_of(
+        &self,
+        log_n: u32,
+        [a, b, c]: [HInput<'_>; 3],
+    ) -> Result<DeviceVector<Scalar>> {
         let tables = self.tables(log_n)?;
-        let transformed =
-            |values: Cow<[Scalar]>, add: fn(&DomainTables, Layout, &mut Vec<Step>)| {
-                let vector = self.upload(&values, log_n)?;
-                drop(values);
-                let mut steps = Vec::new();
-                add(&tables, self.layout(&vector), &mut steps);
-                self.gpu
-                    .wait_for(self.submit(&tables, &steps, [&vector, &vector, &vector])?)?;
-                vector.download(&self.gpu)
-            };
+        // Host values are dropped once uploaded.
+        let on_device = |input: HInput| match input {
+            HInput::Host(values) => self.upload(&values, log_n),
+            HInput::Device(fill) => {
+                let vector = self.upload(&[], log_n)?;
+                fill(&vector)?;
+                Ok(vector)
+            }
+        };
+        let transformed = |input: HInput, add: fn(&DomainTables, Layout, &mut Vec<Step>)| {
+            let vector = on_device(input)?;
+            let mut steps = Vec::new();
+            add(&tables, self.layout(&vector), &mut steps);
+            self.gpu
+                .wait_for(self.submit(&tables, &steps, [&vector, &vector, &vector])?)?;
+            vector.download(&self.gpu)
+        };
         let b = transformed(b, to_coset_steps)?;
         let c = transformed(c, unscaled_coefficients_steps)?;
-        let a = self.upload(a, log_n)?;
+        let a = on_device(a)?;
         let layout = self.layout(&a);
         let mut steps = Vec::new();
         to_coset_steps(&tables, layout, &mut steps);

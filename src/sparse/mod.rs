@@ -493,6 +493,29 @@ impl SparseKernels {
         self.run(SparseEntry::Gather, matrices, inputs, aux, chunks)
     }
 
+    /// Writes one query's scalars (`query`: 0 for A, 1 for B) into `out`, zeroed, as
+    /// [`queries`](Self::queries) writes them. Returns the submission to wait on.
+    pub fn query(
+        &self,
+        matrices: &DeviceMatrices,
+        query: usize,
+        inputs: &[Scalar],
+        aux: &DeviceVector<Scalar>,
+        out: &DeviceVector<Scalar>,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let layout = [matrices.layouts.a, matrices.layouts.b]
+            .get(query)
+            .copied()
+            .ok_or_else(|| Error::Internal(format!("no query {query} of two")))?;
+        if out.layout() != layout {
+            return Err(Error::Internal(
+                "the query scalars' vector is not of the matrices' layout".into(),
+            ));
+        }
+        let chunks = std::iter::once((&matrices.queries[query], out));
+        self.run(SparseEntry::Gather, matrices, inputs, aux, chunks)
+    }
+
     /// Dispatches `entry` over every chunk, each writing its part of its output vector.
     /// Resident chunks go in one submission; a streamed chunk is uploaded into a stream
     /// buffer pair, the pairs in turn, and submitted alone, so that the next upload into a

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use blstrs::Scalar;
 
 use super::DeviceBases;
-use super::{unlocked, Engine, StageGuard};
+use super::{unlocked, Engine, Query, StageGuard};
 use crate::curve::GpuCurve;
 use crate::gpu::waits::Stage;
 use crate::groth16::synthesis::ProvingAssignment;
@@ -62,12 +62,13 @@ impl Engine for CpuEngine {
     }
 
     /// Never called: the CPU keeps no matrices on a device. As `products` then `h_step`.
-    fn products_and_h_in_pairs<'a>(
+    fn products_and_h<'a>(
         &'a self,
         system: &RecordedSystem,
         _: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &Cow<'a, [Scalar]>,
+        _in_parts: bool,
     ) -> Result<Cow<'a, [Scalar]>> {
         let [a, b, c] = system.products_of(inputs, aux);
         Ok(Cow::Owned(h_coefficients_cpu(&a, &b, &c)?))
@@ -98,13 +99,16 @@ impl Engine for CpuEngine {
         false
     }
 
-    fn select_ab<'a>(
+    /// Never called: the CPU selects on the host beside the H step. Both selected, one kept.
+    fn gather<'a>(
         &'a self,
         assignment: &ProvingAssignment,
         _: Option<&DeviceMatrices>,
         _: &Cow<'a, [Scalar]>,
-    ) -> Result<[Cow<'a, [Scalar]>; 2]> {
-        self.place_selected(select_on_host(assignment), &Cow::Borrowed(&[]))
+        query: Query,
+    ) -> Result<Cow<'a, [Scalar]>> {
+        let [a, b] = select_on_host(assignment);
+        Ok(Cow::Owned(if query == Query::A { a } else { b }))
     }
 
     fn place_selected<'a>(
@@ -136,7 +140,7 @@ impl Engine for CpuEngine {
     }
 }
 
-/// The A and B scalars of [`Engine::select_ab`] selected in host memory, A and B at once.
+/// The A and B scalars of [`Engine::gather`] selected in host memory, A and B at once.
 pub fn select_on_host(assignment: &ProvingAssignment) -> [Vec<Scalar>; 2] {
     let (inputs, aux) = (&assignment.input_assignment, &assignment.aux_assignment);
     let (a, b) = rayon::join(

@@ -9,7 +9,7 @@ use blstrs::Scalar;
 use super::cpu::select_on_host;
 use super::plan::{ChunkOption, DevicePlan, Footprint};
 use super::slots::{ProofSlot, ProofSlots};
-use super::{Engine, StageGuard};
+use super::{Engine, Query, StageGuard};
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::memory::device_memory;
 use crate::gpu::pool::{BufferPool, Reservation};
@@ -19,7 +19,7 @@ use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
 use crate::groth16::synthesis::ProvingAssignment;
 use crate::msm::{kept_bytes, MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scalars};
-use crate::ntt::{NttKernels, NttOp};
+use crate::ntt::{HInput, NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, DeviceMatrices, MatrixBytes, ProductLayouts, SparseKernels};
 use crate::subgroup::GpuSubgroupCheck;
@@ -167,6 +167,14 @@ impl GpuEngine {
             .unwrap_or(0);
         engine.set_vram_budget(budget);
         Ok(engine)
+    }
+
+    /// Cuts the H step's vectors and the proofs' scalar vectors into parts of at most
+    /// `bytes`, below the device's binding limit: the paths of vectors in several parts (four
+    /// at 2^27 on a 1 GiB limit) at small sizes, for tests.
+    pub fn with_vector_parts_within(mut self, bytes: u64) -> Self {
+        self.ntt = self.ntt.with_binding_limit(bytes);
+        self
     }
 
     pub fn gpu(&self) -> &GpuContext {
@@ -588,19 +596,31 @@ impl Engine for GpuEngine {
         Ok(out.map(|v| GpuVector::Device(Box::new(v))))
     }
 
-    fn products_and_h_in_pairs<'a>(
+    fn products_and_h<'a>(
         &'a self,
         system: &RecordedSystem,
         matrices: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &GpuVector<'a>,
+        in_parts: bool,
     ) -> Result<GpuVector<'a>> {
         let GpuVector::Device(aux) = aux else {
             return Err(Error::Internal(
-                "products in pairs need the aux values on the device".into(),
+                "products on the device need the aux values there".into(),
             ));
         };
         let sparse = self.sparse()?;
+        if in_parts {
+            let log_n = system.rows().max(1).next_power_of_two().trailing_zeros();
+            let product = |matrix: usize| {
+                let sparse = &sparse;
+                move |out: &DeviceVector<Scalar>| sparse.product(matrices, matrix, inputs, aux, out)
+            };
+            let [a, b, c] = [product(0), product(1), product(2)];
+            let inputs = [HInput::Device(&a), HInput::Device(&b), HInput::Device(&c)];
+            let h = self.ntt.h_in_parts_of(log_n, inputs)?;
+            return Ok(GpuVector::Device(Box::new(h)));
+        }
         let [a, b] = [(); 2].map(|_| self.zeroed(system.rows()));
         let (a, b) = (a?, b?);
         sparse.product(matrices, 0, inputs, aux, &a)?;
@@ -679,25 +699,27 @@ impl Engine for GpuEngine {
     /// Gathered on the device with the matrices there (waited on, so that the prover can time
     /// it as a step). Otherwise selected on the CPU and placed as
     /// [`place_selected`](Engine::place_selected) places them.
-    fn select_ab<'a>(
+    fn gather<'a>(
         &'a self,
         assignment: &ProvingAssignment,
         matrices: Option<&DeviceMatrices>,
         aux: &GpuVector<'a>,
-    ) -> Result<[GpuVector<'a>; 2]> {
+        query: Query,
+    ) -> Result<GpuVector<'a>> {
         if let (Some(matrices), GpuVector::Device(aux)) = (matrices, aux) {
-            let [a, b] = matrices.query_lengths().map(|len| self.zeroed(len));
-            let out = [a?, b?];
-            let submission = self.sparse()?.queries(
+            let out = self.zeroed(matrices.query_lengths()[query.index()])?;
+            let submission = self.sparse()?.query(
                 matrices,
+                query.index(),
                 &assignment.input_assignment,
                 aux,
-                [&out[0], &out[1]],
+                &out,
             )?;
             self.gpu.wait_for(submission)?;
-            return Ok(out.map(|v| GpuVector::Device(Box::new(v))));
+            return Ok(GpuVector::Device(Box::new(out)));
         }
-        self.place_selected(select_on_host(assignment), aux)
+        let [a, b] = self.place_selected(select_on_host(assignment), aux)?;
+        Ok(if query == Query::A { a } else { b })
     }
 
     /// Uploaded one after the other, once the H and L MSMs are done: uploading A and B as

@@ -34,6 +34,20 @@ use crate::recorded::RecordedSystem;
 use crate::sparse::DeviceMatrices;
 use crate::{Error, Result};
 
+/// One of a proof's two queries whose scalars are selected from its witness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Query {
+    A,
+    B,
+}
+
+impl Query {
+    /// 0 for A, 1 for B.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// Where a proof's heavy steps run. A vector or a set of bases is the engine's own: host
 /// memory on the CPU, device buffers on a GPU.
 pub trait Engine: Sync {
@@ -93,15 +107,18 @@ pub trait Engine: Sync {
         in_parts: bool,
     ) -> Result<[Self::Vector<'a>; 3]>;
 
-    /// [`products`](Self::products) then [`h_step`](Self::h_step), two vectors at a time on
-    /// a GPU with the device's `matrices` (`NttKernels::h_in_pairs`: A·z and B·z to the coset
-    /// and their product, then C·z in b's room): h's coefficients, as the H step leaves them in a.
-    fn products_and_h_in_pairs<'a>(
+    /// [`products`](Self::products) then [`h_step`](Self::h_step) on a GPU with the device's
+    /// `matrices`, two vectors at a time (`NttKernels::h_in_pairs`: A·z and B·z to the
+    /// coset and their product, then C·z in b's room) or, `in_parts`, one vector and a part
+    /// (`NttKernels::h_in_parts_of`, each product written on the device): h's
+    /// coefficients, as the H step leaves them in a.
+    fn products_and_h<'a>(
         &'a self,
         system: &RecordedSystem,
         matrices: &DeviceMatrices,
         inputs: &[Scalar],
         aux: &Self::Vector<'a>,
+        in_parts: bool,
     ) -> Result<Self::Vector<'a>>;
 
     /// bellperson's H step on [`h_inputs`](Self::h_inputs), in place: the coefficients of h
@@ -117,25 +134,27 @@ pub trait Engine: Sync {
     /// The first `len` values of `vector`, in host memory.
     fn read(&self, vector: &Self::Vector<'_>, len: usize) -> Result<Vec<Scalar>>;
 
-    /// Whether [`select_ab`](Self::select_ab) with the device's `matrices` gathers on this
+    /// Whether [`gather`](Self::gather) with the device's `matrices` gathers on this
     /// engine's device (a few kernels, waited on: the prover runs it as a step of its own,
     /// after the H step) rather than on the host (seconds at 2^27: the prover runs
     /// [`select_on_host`] beside the H step and the H and L MSMs, then
     /// [`place_selected`](Self::place_selected)).
     fn selects_on_device(&self, matrices: Option<&DeviceMatrices>) -> bool;
 
-    /// The A and B queries' scalars of a proof: A's are the inputs, then the aux variables
-    /// A's density marks; B's are the inputs and the aux variables B's densities mark.
+    /// The scalars of a proof's A or B query: A's are the inputs, then the aux variables A's
+    /// density marks; B's are the inputs and the aux variables B's densities mark.
     /// bellperson runs each query as an input and an aux MSM over consecutive bases; one MSM
     /// over the concatenation is the same sum. With the device's `matrices` of the proof's
     /// circuit, a GPU gathers them from `aux` (the aux values as [`upload`](Self::upload) put
-    /// them) where they are, instead of selecting on the host and uploading.
-    fn select_ab<'a>(
+    /// them) where they are, instead of selecting on the host and uploading; one query at a
+    /// time, so that a proof holds the aux values and one query's scalars.
+    fn gather<'a>(
         &'a self,
         assignment: &ProvingAssignment,
         matrices: Option<&DeviceMatrices>,
         aux: &Self::Vector<'a>,
-    ) -> Result<[Self::Vector<'a>; 2]>;
+        query: Query,
+    ) -> Result<Self::Vector<'a>>;
 
     /// The A and B scalars `selected` on the host ([`select_on_host`]) where this engine
     /// computes on `aux`: on a GPU uploaded where `aux` was uploaded, and kept in host memory
@@ -265,6 +284,12 @@ impl ProverEngine {
             failed: AtomicBool::new(false),
             cpu_fallback: AtomicBool::new(true),
         })
+    }
+
+    /// [`GpuEngine::with_vector_parts_within`] on this engine's GPU, if it has one.
+    pub fn with_vector_parts_within(mut self, bytes: u64) -> Self {
+        self.gpu = self.gpu.map(|gpu| gpu.with_vector_parts_within(bytes));
+        self
     }
 
     /// Opens the engine `config` asks for. `Backend::Auto` with the default settings is the

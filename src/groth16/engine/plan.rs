@@ -60,6 +60,13 @@ impl Footprint {
         (2 * self.domain_vector + l).max(l + a + b)
     }
 
+    /// [`ProofBuffers::ProductsInParts`]: the L scalars beside the H step in parts, then
+    /// beside the A scalars, then the B scalars.
+    pub fn parted_proof(&self) -> u64 {
+        let [l, a, b] = self.scalar_vectors;
+        l + self.h_in_parts.max(a).max(b)
+    }
+
     /// Bytes of every base.
     pub fn bases_bytes(&self) -> u64 {
         self.bases
@@ -127,6 +134,21 @@ pub enum ProofBuffers {
     /// in b's room): for budgets where the matrices do not fit beside three vectors. A
     /// proof whose a, b, c come from the host takes the H step in parts.
     ProductsInPairs,
+    /// The constraint matrices and the L scalars on the device, the products written there
+    /// for the H step in parts, then the A and B scalars gathered there one after the
+    /// other: for budgets where two vectors do not fit beside the L scalars.
+    ProductsInParts,
+}
+
+impl ProofBuffers {
+    /// Whether the products run on the device inside the H step (the plan needs the
+    /// matrices there).
+    pub fn products_on_device(self) -> bool {
+        matches!(
+            self,
+            ProofBuffers::ProductsInPairs | ProofBuffers::ProductsInParts
+        )
+    }
 }
 
 /// The base sets in the order they are kept resident.
@@ -180,7 +202,7 @@ impl DevicePlan {
             .ok_or_else(|| Error::Internal("no MSM chunk size to plan with".into()))?;
         let abc = 3 * footprint.domain_vector;
         let resident_proof = footprint.resident_proof();
-        let paired = footprint.paired_proof();
+        let (paired, parted) = (footprint.paired_proof(), footprint.parted_proof());
         let everything = resident_proof + footprint.matrices + footprint.bases_bytes();
         let stream_bytes = |chunk: &ChunkOption| {
             let point = |set: usize| footprint.bases[set].1;
@@ -192,9 +214,9 @@ impl DevicePlan {
         let kept_with_streams =
             |option: &ChunkOption| option.kept + stream_bytes(option).iter().sum::<u64>();
         let large_chunk = LARGE_CHUNK.min(footprint.chunks[0].points[0]);
-        // The largest buffers of which one proof fits, with the matrices first, resident and
-        // then streamed (their products and gathers on the device cost a proof the upload of
-        // their bytes, the CPU's seconds more). (Reserving two proofs in flight with smaller
+        // The largest buffers of which one proof fits with the matrices, resident and then
+        // streamed (their products and gathers on the device cost a proof the upload of
+        // their bytes, the CPU's seconds more), then without them. (Reserving two proofs in flight with smaller
         // buffers instead was slower: docs/benchmarks/vram-budgets.md, 8fec278.)
         let (matrices, stream) = (footprint.matrices, footprint.matrix_stream);
         let modes = [
@@ -202,6 +224,8 @@ impl DevicePlan {
             (ProofBuffers::ProductsInPairs, paired, matrices, false),
             (ProofBuffers::Resident, resident_proof, stream, true),
             (ProofBuffers::ProductsInPairs, paired, stream, true),
+            (ProofBuffers::ProductsInParts, parted, matrices, false),
+            (ProofBuffers::ProductsInParts, parted, stream, true),
             (ProofBuffers::Resident, resident_proof, 0, false),
             (ProofBuffers::ScalarsStreamed, abc, 0, false),
             (ProofBuffers::HInParts, footprint.h_in_parts, 0, false),
@@ -226,9 +250,9 @@ impl DevicePlan {
                 None => modes
                     .iter()
                     .filter(|&&(mode, _, matrices_bytes, streamed)| {
-                        // Matrices only where known; pairs need them on the device.
+                        // Matrices only where known; the products on the device need them.
                         let known = matrices > 0 && matrices_bytes > 0;
-                        known || (!streamed && mode != ProofBuffers::ProductsInPairs)
+                        known || (!streamed && !mode.products_on_device())
                     })
                     .find_map(|&mode @ (_, proof_bytes, matrices, _)| {
                         let bytes = proof_bytes + matrices;
@@ -320,18 +344,22 @@ impl DevicePlan {
     pub fn scalars_on_device(&self) -> bool {
         matches!(
             self.proof,
-            ProofBuffers::Resident | ProofBuffers::ProductsInPairs
+            ProofBuffers::Resident | ProofBuffers::ProductsInPairs | ProofBuffers::ProductsInParts
         )
     }
 
-    /// Whether the products and the H step run two vectors at a time.
-    pub fn products_in_pairs(&self) -> bool {
-        self.proof == ProofBuffers::ProductsInPairs
+    /// Whether the products run on the device inside the H step, which holds two vectors at
+    /// a time or (where [`h_in_parts`](Self::h_in_parts)) one and a part.
+    pub fn products_with_h(&self) -> bool {
+        self.proof.products_on_device()
     }
 
     /// Whether the H step holds one of a, b, c on the device at a time.
     pub fn h_in_parts(&self) -> bool {
-        self.proof == ProofBuffers::HInParts
+        matches!(
+            self.proof,
+            ProofBuffers::HInParts | ProofBuffers::ProductsInParts
+        )
     }
 
     /// Whether every base is resident.
@@ -374,6 +402,10 @@ impl DevicePlan {
             ProofBuffers::HInParts => "the H step in parts, scalars streamed from the host",
             ProofBuffers::ProductsInPairs => {
                 "the products and the H step two vectors at a time, the scalars on the device"
+            }
+            ProofBuffers::ProductsInParts => {
+                "the products on the device and the H step in parts, the scalars on the device \
+                 one query at a time"
             }
         };
         let buckets = match self.bucket_bytes {
@@ -518,8 +550,8 @@ mod tests {
 
     /// Known matrices (7 GiB, a 2^27 FilecoinLike's) take their room before the bases where
     /// they fit beside a proof with its scalars on the device (32 GiB), their stream buffers
-    /// where only those fit (20 and 16 GiB), and none where neither does (8 GiB); the plan
-    /// stays within the budget either way.
+    /// where only those fit (20, 16 and 12 GiB), and none where neither does (8 GiB); the
+    /// plan stays within the budget either way.
     #[test]
     fn known_matrices_come_before_the_bases() {
         let mut f = shape_2_27();
@@ -534,7 +566,7 @@ mod tests {
         assert!(plan
             .describe(&f)
             .contains("room for the constraint matrices (7168 MiB)"));
-        for gib in [130, 32, 28, 24, 20, 16, 8] {
+        for gib in [130, 32, 28, 24, 20, 16, 12, 8] {
             let plan = DevicePlan::new(&f, gib * GIB, 2).unwrap();
             assert!(
                 plan.matrices_bytes == 0 || plan.chunk_points[0] >= LARGE_CHUNK,
@@ -563,7 +595,14 @@ mod tests {
         assert!(plan
             .describe(&f)
             .contains("the constraint matrices (7168 MiB) streamed through 256 MiB"));
+        // At 12 GiB the L scalars beside the H step in parts (9 GiB) with the stream buffers.
+        let plan = DevicePlan::new(&f, 12 * GIB, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::ProductsInParts, "{plan:?}");
+        assert!(plan.matrices_streamed && plan.h_in_parts() && plan.products_with_h());
+        assert!(plan.scalars_on_device());
+        assert!(plan.describe(&f).contains("the H step in parts"));
         let plan = DevicePlan::new(&f, 8 * GIB, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::HInParts, "{plan:?}");
         assert_eq!(plan.matrices_bytes, 0, "{plan:?}");
         assert!(plan
             .describe(&f)
@@ -574,7 +613,7 @@ mod tests {
         assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
         assert_eq!(plan.matrices_bytes, 7 * GIB);
         assert!(!plan.matrices_streamed);
-        assert!(plan.scalars_on_device() && plan.products_in_pairs());
+        assert!(plan.scalars_on_device() && plan.products_with_h() && !plan.h_in_parts());
         // Unknown matrices never plan pairs, and the plan does not speak of them.
         f.matrices = 0;
         f.matrix_stream = 0;
