@@ -736,6 +736,18 @@ fn products_in_parts_give_bellpersons_proof_within_the_budget() {
             "streamed: {streamed}"
         );
         assert!(report.time(Step::Gather) > zero, "streamed: {streamed}");
+        // Of host memory a recorded proof holds b's and c's transforms read back, and a
+        // fully synthesized one its a, b, c and A, B selection besides.
+        let params = params_for(FilecoinLike::blank(10).unwrap(), 41);
+        let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
+        let prover = Prover::with_engine_for(&params, engine.clone(), &system).unwrap();
+        assert!(parts(prover.plan().unwrap()), "{:?}", prover.plan());
+        let circuit = || FilecoinLike::new(10, 1).unwrap();
+        let recorded = system.witness_assignment(circuit()).unwrap();
+        let read_back = 32 * 2 * system.rows().next_power_of_two() as u64;
+        assert_eq!(prover.host_bytes_a_proof(&recorded), read_back);
+        let full = wgpu_groth16::groth16::synthesis::synthesize(circuit()).unwrap();
+        assert!(prover.host_bytes_a_proof(&full) > read_back);
     }
 }
 

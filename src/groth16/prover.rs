@@ -299,21 +299,18 @@ impl Prover {
     /// transforms read back (in place of b and c computed for the proof). A batch sets them
     /// aside from its host budget for every worker before it sizes how many circuits it
     /// synthesizes ahead (uncounted, ten 2^27 partitions within 12 GiB on the H200 reached
-    /// 125.7 of the host's 128.4 GB). Zero where the scalars are on the device (the budget's
-    /// other half covers those proofs) unless the plan pairs the products on the device and
-    /// this proof's a, b, c come from the host (the H step in parts: the read-backs and the
-    /// A, B selection), and while the parameters are still loading (this does not wait for
-    /// them).
+    /// 125.7 of the host's 128.4 GB). Where the device computes the products beside the H
+    /// step in parts, only the read-backs; zero where the scalars are on the device
+    /// otherwise (the budget's other half covers those proofs) unless the plan runs the
+    /// products inside the H step and this proof's a, b, c come from the host (the H step in
+    /// parts: the read-backs and the A, B selection), and while the parameters are still
+    /// loading (this does not wait for them).
     pub fn host_bytes_a_proof(&self, assignment: &ProvingAssignment) -> u64 {
         let plan = match self.params.ready.get() {
             Some(Ok(loaded)) => loaded.resident.as_ref().map(|r| &r.plan),
             _ => None,
         };
-        let counted = |plan: &&DevicePlan| {
-            !plan.scalars_on_device()
-                || (plan.products_with_h() && assignment.deferred_products.is_none())
-        };
-        let Some(plan) = plan.filter(counted) else {
+        let Some(plan) = plan else {
             return 0;
         };
         let rows = match &assignment.deferred_products {
@@ -321,20 +318,32 @@ impl Prover {
             None => assignment.a.len(),
         };
         let domain = rows.max(1).next_power_of_two();
-        // The parted H step drops b and c computed for the proof once uploaded and reads
-        // their transforms back at the domain's size.
-        let in_parts = plan.h_in_parts() || plan.products_with_h();
-        let (products, read_back) = match (&assignment.deferred_products, in_parts) {
-            (Some(_), true) => (rows, 2 * domain),
-            (Some(_), false) => (3 * rows, 0),
-            (None, true) => (0, 2 * domain),
-            (None, false) => (0, 0),
+        let deferred = assignment.deferred_products.is_some();
+        let values = match () {
+            // The products and the gathers on the device.
+            _ if plan.products_with_h() && deferred => match plan.h_in_parts() {
+                true => 2 * domain,
+                false => 0,
+            },
+            _ if plan.scalars_on_device() && !plan.products_with_h() => 0,
+            _ => {
+                // The parted H step drops b and c computed for the proof once uploaded and
+                // reads their transforms back at the domain's size.
+                let in_parts = plan.h_in_parts() || plan.products_with_h();
+                let (products, read_back) = match (deferred, in_parts) {
+                    (true, true) => (rows, 2 * domain),
+                    (true, false) => (3 * rows, 0),
+                    (false, true) => (0, 2 * domain),
+                    (false, false) => (0, 0),
+                };
+                let selected = assignment.input_assignment.len()
+                    + assignment.a_aux_density.total()
+                    + assignment.b_input_density.total()
+                    + assignment.b_aux_density.total();
+                products + read_back + selected
+            }
         };
-        let selected = assignment.input_assignment.len()
-            + assignment.a_aux_density.total()
-            + assignment.b_input_density.total()
-            + assignment.b_aux_density.total();
-        ((products + read_back + selected) * std::mem::size_of::<Scalar>()) as u64
+        (values * std::mem::size_of::<Scalar>()) as u64
     }
 
     /// The engine's plan for this prover's proofs (`None` on the CPU, or while the
