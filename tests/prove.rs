@@ -662,45 +662,38 @@ fn matrices_known_to_the_plan_stay_on_the_device_within_the_budget() {
     engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
 }
 
-/// Within the smallest budget that plans the products and the H step two vectors at a time
-/// with the matrices resident, a recorded proof takes the paired path (no products step of
-/// its own) and a fully synthesized one the H step in parts, both bellperson's: the prover
-/// loads its parameters and learns the matrices' size meanwhile, as `c2`'s does.
+/// Within the smallest budget that plans the products and the H step two vectors at a time,
+/// with the matrices resident and then streamed (at 2^27, 16 GiB: 12 GiB of vectors and 256
+/// MiB of stream buffers where the 6.7 GB of matrices do not fit), a recorded proof takes
+/// the paired path (no products step of its own, no A, B selection on the host) and a fully
+/// synthesized one the H step in parts, both bellperson's: the prover loads its parameters
+/// and learns the matrices' size meanwhile, as `c2`'s does.
 #[test]
 fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
     let Some((engine, _one_at_a_time)) = budget_engine() else {
         return;
     };
-    let pairs =
-        |plan: &DevicePlan| plan.proof == ProofBuffers::ProductsInPairs && !plan.matrices_streamed;
-    let report = prove_within_the_smallest_budget(&engine, 33, pairs, Told::MatricesLater);
-    assert_eq!(
-        report.time(Step::Products),
-        std::time::Duration::ZERO,
-        "the products inside the paired H step"
-    );
+    for (streamed, seed) in [(false, 33), (true, 37)] {
+        let pairs = |plan: &DevicePlan| {
+            plan.proof == ProofBuffers::ProductsInPairs && plan.matrices_streamed == streamed
+        };
+        let report = prove_within_the_smallest_budget(&engine, seed, pairs, Told::MatricesLater);
+        assert_products_and_gathers_on_the_device(&report, streamed);
+    }
     engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
 }
 
-/// As [`products_in_pairs_give_bellpersons_proof_within_the_budget`], within the smallest
-/// budget that streams the matrices for the products in pairs (at 2^27, 16 GiB: 12 GiB of
-/// vectors and 256 MiB of stream buffers where the 6.7 GB of matrices do not fit): the
-/// products and the A, B gathers stay on the device, none selected on the host.
-#[test]
-fn products_in_pairs_with_streamed_matrices_give_bellpersons_proof_within_the_budget() {
-    let Some((engine, _one_at_a_time)) = budget_engine() else {
-        return;
-    };
-    let streamed =
-        |plan: &DevicePlan| plan.proof == ProofBuffers::ProductsInPairs && plan.matrices_streamed;
-    let report = prove_within_the_smallest_budget(&engine, 37, streamed, Told::MatricesLater);
-    assert_eq!(report.time(Step::Products), std::time::Duration::ZERO);
+/// A recorded proof's products ran inside its H step (no step of their own) and its A and B
+/// scalars were gathered on the device (none selected on the host).
+fn assert_products_and_gathers_on_the_device(report: &ProveReport, streamed: bool) {
+    let zero = std::time::Duration::ZERO;
+    assert_eq!(report.time(Step::Products), zero, "streamed: {streamed}");
     assert_eq!(
         report.time(Step::ScalarSelection),
-        std::time::Duration::ZERO,
-        "the A and B scalars gathered on the device"
+        zero,
+        "streamed: {streamed}"
     );
-    engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
+    assert!(report.time(Step::Gather) > zero, "streamed: {streamed}");
 }
 
 /// Within the smallest budget that plans the products on the device beside the H step in
@@ -728,14 +721,7 @@ fn products_in_parts_give_bellpersons_proof_within_the_budget() {
             plan.proof == ProofBuffers::ProductsInParts && plan.matrices_streamed == streamed
         };
         let report = prove_within_the_smallest_budget(&engine, 41, parts, Told::Matrices);
-        let zero = std::time::Duration::ZERO;
-        assert_eq!(report.time(Step::Products), zero, "streamed: {streamed}");
-        assert_eq!(
-            report.time(Step::ScalarSelection),
-            zero,
-            "streamed: {streamed}"
-        );
-        assert!(report.time(Step::Gather) > zero, "streamed: {streamed}");
+        assert_products_and_gathers_on_the_device(&report, streamed);
         // Of host memory a recorded proof holds b's and c's transforms read back, and a
         // fully synthesized one its a, b, c and A, B selection besides.
         let params = params_for(FilecoinLike::blank(10).unwrap(), 41);

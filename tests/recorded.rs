@@ -311,10 +311,12 @@ fn assert_device_products(
             .products(&device, inputs, &aux_vector, [&out[0], &out[1], &out[2]])
             .unwrap();
         gpu.wait_for(done).unwrap();
-        let done = kernels
-            .queries(&device, inputs, &aux_vector, [&queries[0], &queries[1]])
-            .unwrap();
-        gpu.wait_for(done).unwrap();
+        for (query, out) in queries.iter().enumerate() {
+            let done = kernels
+                .query(&device, query, inputs, &aux_vector, out)
+                .unwrap();
+            gpu.wait_for(done).unwrap();
+        }
         let results = out.iter().chain(&queries);
         let expected = expected.iter().chain([&expected_a, &expected_b]);
         for (which, (vector, expected)) in results.zip(expected).enumerate() {

@@ -473,28 +473,9 @@ impl SparseKernels {
         )
     }
 
-    /// Writes the A and B queries' scalars into `out` (zeroed, of the queries' layouts): the
-    /// inputs, then the aux values A's density marks; the inputs and aux values B's
-    /// densities mark. Returns the submission to wait on.
-    pub fn queries(
-        &self,
-        matrices: &DeviceMatrices,
-        inputs: &[Scalar],
-        aux: &DeviceVector<Scalar>,
-        out: [&DeviceVector<Scalar>; 2],
-    ) -> Result<wgpu::SubmissionIndex> {
-        let layouts = &matrices.layouts;
-        if out[0].layout() != layouts.a || out[1].layout() != layouts.b {
-            return Err(Error::Internal(
-                "the query scalars' vectors are not of the matrices' layouts".into(),
-            ));
-        }
-        let chunks = matrices.queries.iter().zip(out);
-        self.run(SparseEntry::Gather, matrices, inputs, aux, chunks)
-    }
-
-    /// Writes one query's scalars (`query`: 0 for A, 1 for B) into `out`, zeroed, as
-    /// [`queries`](Self::queries) writes them. Returns the submission to wait on.
+    /// Writes one query's scalars into `out` (zeroed, of the query's layout): for `query` 0
+    /// (A) the inputs, then the aux values A's density marks; for 1 (B) the inputs and aux
+    /// values B's densities mark. Returns the submission to wait on.
     pub fn query(
         &self,
         matrices: &DeviceMatrices,
