@@ -689,9 +689,8 @@ impl Engine for GpuEngine {
         Ok(values)
     }
 
-    /// Matrices on the device, resident or streamed, are the ones
-    /// [`select_ab`](Engine::select_ab) gathers by (from the aux values
-    /// [`upload`](Engine::upload) put on the device).
+    /// Matrices on the device, resident or streamed, are the ones [`gather`](Engine::gather)
+    /// gathers by (from the aux values [`upload`](Engine::upload) put on the device).
     fn selects_on_device(&self, matrices: Option<&DeviceMatrices>) -> bool {
         matrices.is_some()
     }
