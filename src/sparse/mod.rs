@@ -322,16 +322,17 @@ impl SparseKernels {
             Some((_, range)) => range.len(),
             None => 0,
         };
+        // One stream buffer pair: the longest chunk's row starts and its entries.
+        let longest = |bytes: &dyn Fn(&HostChunk) -> u64| {
+            host.iter().flatten().map(bytes).max().unwrap_or(0).max(16)
+        };
+        let pair_bytes = [
+            longest(&|c: &HostChunk| c.3.len() as u64 * 4),
+            longest(&|c: &HostChunk| entries_of(&c.4) as u64 * ENTRY_BYTES),
+        ];
         let bytes = match placement {
             Placement::Resident => Self::bytes_of(system),
-            Placement::Streamed => {
-                let most = |bytes: &dyn Fn(&HostChunk) -> u64| {
-                    host.iter().flatten().map(bytes).max().unwrap_or(0).max(16)
-                };
-                let words = most(&|c: &HostChunk| c.3.len() as u64 * 4);
-                let entries = most(&|c: &HostChunk| entries_of(&c.4) as u64 * ENTRY_BYTES);
-                2 * (words + entries)
-            }
+            Placement::Streamed => 2 * pair_bytes.iter().sum::<u64>(),
         };
         let budget = match pool {
             Some(pool) => Some(pool.set_aside(bytes).ok_or_else(|| Error::VramBudget {
@@ -346,18 +347,11 @@ impl SparseKernels {
             let stream = match placement {
                 Placement::Resident => None,
                 Placement::Streamed => {
-                    let words = host.iter().flatten().map(|c| c.3.len()).max().unwrap_or(0);
-                    let entries = host.iter().flatten().map(|c| entries_of(&c.4)).max();
+                    let [words, entries] = pair_bytes;
                     let pair = || -> Result<[wgpu::Buffer; 2]> {
                         Ok([
-                            self.gpu.empty_storage_buffer(
-                                "streamed rows",
-                                (words as u64 * 4).max(16),
-                            )?,
-                            self.gpu.empty_storage_buffer(
-                                "streamed entries",
-                                (entries.unwrap_or(0) as u64 * ENTRY_BYTES).max(16),
-                            )?,
+                            self.gpu.empty_storage_buffer("streamed rows", words)?,
+                            self.gpu.empty_storage_buffer("streamed entries", entries)?,
                         ])
                     };
                     Some(Stream {
