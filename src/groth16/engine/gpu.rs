@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use blstrs::Scalar;
 
 use super::cpu::select_on_host;
-use super::plan::{ChunkOption, DevicePlan, Footprint};
+use super::plan::{chunk_options, DevicePlan, Footprint};
 use super::slots::{ProofSlot, ProofSlots};
 use super::{Engine, Query, StageGuard};
 use crate::curve::{GpuCurve, G1, G2};
@@ -18,7 +18,7 @@ use crate::gpu::waits::{self, Stage};
 use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
 use crate::groth16::synthesis::ProvingAssignment;
-use crate::msm::{kept_bytes, MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scalars};
+use crate::msm::{MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scalars};
 use crate::ntt::{HInput, NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, DeviceMatrices, MatrixBytes, ProductLayouts, SparseKernels};
@@ -111,9 +111,6 @@ pub struct ResidentParams {
 /// [`MAX_STAGING`], the staging's own cap.
 const STAGING_SHARE: u64 = 16;
 const MAX_STAGING: u64 = 1 << 30;
-
-/// The smallest MSM chunk a plan chooses: smaller ones add passes for little room.
-const SMALLEST_CHUNK: usize = 1 << 14;
 
 /// Plans tried for one parameter set before its bases are all streamed: each retry after
 /// the driver refused an allocation plans within three quarters of the budget before.
@@ -317,62 +314,14 @@ impl GpuEngine {
             params.a.len(),
             params.b_g1.len(),
         ];
-        let g1_len = g1_lens.into_iter().max().unwrap_or(0);
-        let g2_len = params.b_g2.len();
         let log_domain = domain.next_power_of_two().trailing_zeros();
-        let tables = self.ntt.table_bytes(log_domain);
-        // One chunk option and the bytes of its widest bucket array (G1's or G2's).
-        let measure = |limits: MsmLimits| -> Result<(ChunkOption, u64)> {
-            let g1 = self.g1.plan_within(g1_len.max(1), limits)?;
-            let g2 = self.g2.plan_within(g2_len.max(1), limits)?;
-            let g1_plans = g1_lens
-                .iter()
-                .filter(|&&len| len > 0)
-                .map(|&len| self.g1.plan_within(len, limits))
-                .collect::<Result<Vec<_>>>()?;
-            let option = ChunkOption {
-                points: [g1.chunk, g2.chunk],
-                bucket_bytes: limits.bucket_bytes,
-                kept: kept_bytes(&g1_plans, G1::XYZZ_BYTES as u64)
-                    + g2.workspace_bytes(G2::XYZZ_BYTES as u64)
-                    + tables,
-            };
-            let buckets = (g1.layout.total_buckets() * G1::XYZZ_BYTES as u64)
-                .max(g2.layout.total_buckets() * G2::XYZZ_BYTES as u64);
-            Ok((option, buckets))
-        };
-        // The device's own chunks, then halves of them down to SMALLEST_CHUNK; each with the
-        // widest windows, then with bucket arrays capped at halves of the widest windows'
-        // down to the narrowest windows (the windows' buckets are the same at every chunk
-        // size: at 2^27 they alone kept an 8 GiB budget from holding one proof), in the
-        // order plans prefer them.
-        let mut widest = vec![measure(MsmLimits::NONE)?];
-        loop {
-            let points = widest[widest.len() - 1].0.points[0] / 2;
-            if points < SMALLEST_CHUNK {
-                break;
-            }
-            widest.push(measure(MsmLimits::chunks_of(points))?);
-        }
-        let mut per_chunk = Vec::new();
-        for (option, widest_buckets) in widest {
-            let mut options = vec![option];
-            // Each curve takes its narrowest windows under a cap below them: only caps that
-            // shrink what is kept are options.
-            let mut bucket_bytes = widest_buckets / 2;
-            while bucket_bytes > 0 {
-                let (narrower, _) = measure(MsmLimits {
-                    chunk_points: option.points[0],
-                    bucket_bytes,
-                })?;
-                if narrower.kept < options[options.len() - 1].kept {
-                    options.push(narrower);
-                }
-                bucket_bytes /= 2;
-            }
-            per_chunk.push(options);
-        }
-        let chunks = ChunkOption::preferred(per_chunk);
+        let chunks = chunk_options(
+            g1_lens,
+            params.b_g2.len(),
+            self.ntt.table_bytes(log_domain),
+            |n, limits| self.g1.plan_within(n, limits),
+            |n, limits| self.g2.plan_within(n, limits),
+        )?;
         let (g1, g2) = (G1::AFFINE_BYTES as u64, G2::AFFINE_BYTES as u64);
         Ok(Footprint {
             domain_vector: self.vector_bytes(domain)?,

@@ -17,7 +17,8 @@
 //! cores, docs/benchmarks/vram-budgets.md), where the same bytes of bases save their upload
 //! (~0.25 s for 7 GB at the ~29 GB/s measured there).
 
-use crate::msm::CHUNK_ALIGN;
+use crate::curve::{GpuCurve, G1, G2};
+use crate::msm::{kept_bytes, MsmLimits, MsmPlan, CHUNK_ALIGN};
 use crate::{Error, Result};
 
 /// The device bytes a parameter set's proofs are made of, as the kernels of one device
@@ -112,6 +113,81 @@ impl ChunkOption {
         ordered.extend(small.into_iter().flatten());
         ordered
     }
+}
+
+/// The smallest MSM chunk a plan chooses: smaller ones add passes for little room.
+const SMALLEST_CHUNK: usize = 1 << 14;
+
+/// The MSM chunk options of a parameter set's proofs, in the order plans prefer them
+/// ([`ChunkOption::preferred`]): the MSMs' own chunks, then halves of them down to
+/// [`SMALLEST_CHUNK`]; each with the widest windows, then with bucket arrays capped at halves
+/// of the widest windows' down to the narrowest windows (the windows' buckets are the same at
+/// every chunk size: at 2^27 they alone kept an 8 GiB budget from holding one proof).
+/// `g1_lens` are the lengths of the G1 MSMs (h, l, a, b_g1), `tables` the NTT's power tables;
+/// `plan_g1` and `plan_g2` plan one MSM of a curve within limits, as its kernels would.
+///
+/// A G2 chunk holds the bytes of a G1 chunk (half its points): a G2 point and its bucket
+/// take twice a G1 one's bytes, and at 2^27 G2 workspaces of G1's points kept pairs of
+/// vectors out of 16 GiB (H200, f7cf9ba).
+pub fn chunk_options(
+    g1_lens: [usize; 4],
+    g2_len: usize,
+    tables: u64,
+    plan_g1: impl Fn(usize, MsmLimits) -> Result<MsmPlan>,
+    plan_g2: impl Fn(usize, MsmLimits) -> Result<MsmPlan>,
+) -> Result<Vec<ChunkOption>> {
+    let g1_len = g1_lens.into_iter().max().unwrap_or(0);
+    // One chunk option and the bytes of its widest bucket array (G1's or G2's).
+    let measure = |limits: MsmLimits| -> Result<(ChunkOption, u64)> {
+        let g2_limits = MsmLimits {
+            chunk_points: limits.chunk_points.saturating_mul(G1::AFFINE_BYTES) / G2::AFFINE_BYTES,
+            ..limits
+        };
+        let g1 = plan_g1(g1_len.max(1), limits)?;
+        let g2 = plan_g2(g2_len.max(1), g2_limits)?;
+        let g1_plans = g1_lens
+            .iter()
+            .filter(|&&len| len > 0)
+            .map(|&len| plan_g1(len, limits))
+            .collect::<Result<Vec<_>>>()?;
+        let option = ChunkOption {
+            points: [g1.chunk, g2.chunk],
+            bucket_bytes: limits.bucket_bytes,
+            kept: kept_bytes(&g1_plans, G1::XYZZ_BYTES as u64)
+                + g2.workspace_bytes(G2::XYZZ_BYTES as u64)
+                + tables,
+        };
+        let buckets = (g1.layout.total_buckets() * G1::XYZZ_BYTES as u64)
+            .max(g2.layout.total_buckets() * G2::XYZZ_BYTES as u64);
+        Ok((option, buckets))
+    };
+    let mut widest = vec![measure(MsmLimits::NONE)?];
+    loop {
+        let points = widest[widest.len() - 1].0.points[0] / 2;
+        if points < SMALLEST_CHUNK {
+            break;
+        }
+        widest.push(measure(MsmLimits::chunks_of(points))?);
+    }
+    let mut per_chunk = Vec::new();
+    for (option, widest_buckets) in widest {
+        let mut options = vec![option];
+        // Each curve takes its narrowest windows under a cap below them: only caps that
+        // shrink what is kept are options.
+        let mut bucket_bytes = widest_buckets / 2;
+        while bucket_bytes > 0 {
+            let (narrower, _) = measure(MsmLimits {
+                chunk_points: option.points[0],
+                bucket_bytes,
+            })?;
+            if narrower.kept < options[options.len() - 1].kept {
+                options.push(narrower);
+            }
+            bucket_bytes /= 2;
+        }
+        per_chunk.push(options);
+    }
+    Ok(ChunkOption::preferred(per_chunk))
 }
 
 /// The MSM workspaces and stream buffers take at most this share of the budget (a quarter)
@@ -231,10 +307,12 @@ impl DevicePlan {
             (ProofBuffers::HInParts, footprint.h_in_parts, 0, false),
         ];
         // Everything resident at the largest chunks where it fits. Else the largest proof
-        // buffers beside which some option fits, and of those options the largest chunk with
-        // the widest windows whose workspaces and stream buffers take a quarter of the budget
-        // at most (the rest keeps bases), else the first that fits: the largest chunk, with
-        // the widest windows that fit there.
+        // buffers beside which some option fits, and of those options the largest large
+        // chunk with the widest windows whose workspaces and stream buffers take a quarter of
+        // the budget at most (the rest keeps bases), else the first that fits: a large chunk
+        // with the widest windows that fit there, before any small chunk (at 12 GiB and 2^27,
+        // 322,560-point chunks with the widest windows took the MSMs 1.4x the time of
+        // 1,290,496-point ones with narrower windows: H200, f7cf9ba).
         let everything_fits = keep_bases
             .then(|| {
                 footprint
@@ -267,7 +345,9 @@ impl DevicePlan {
                         let mut fitting = footprint.chunks.iter().filter(fits);
                         fitting
                             .clone()
-                            .filter(|option| option.bucket_bytes == u64::MAX)
+                            .filter(|option| {
+                                option.bucket_bytes == u64::MAX && option.points[0] >= large_chunk
+                            })
                             .find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
                             .or_else(|| fitting.next())
                             .map(|chunk| (chunk, kept_with_streams(chunk), mode))
@@ -475,6 +555,85 @@ mod tests {
             matrices: 0,
             matrix_stream: 0,
         }
+    }
+
+    /// The 2^27 shape as the MSM plans of the H200 size it (SHADER_INT64, bindings of 2
+    /// GiB less 4 bytes: the H step in parts holds one vector and a part of 2 GiB), with the
+    /// constraint matrices of FilecoinLike at 2^27 (6,399 MiB, streamed through 256 MiB).
+    fn shape_2_27_planned() -> Footprint {
+        use crate::field::GpuField;
+        use crate::gpu::WideMul;
+        use crate::msm::{MsmConfig, PointCosts};
+        fn planner<C: GpuCurve>(loop_trips: u32) -> impl Fn(usize, MsmLimits) -> Result<MsmPlan> {
+            let costs = PointCosts::new(C::AFFINE_BYTES as u64, C::XYZZ_BYTES as u64, loop_trips)
+                .with_bucket_cost(C::BUCKET_COST);
+            move |n, limits| {
+                let config = MsmConfig {
+                    max_chunk_points: Some(limits.chunk_points),
+                    max_bucket_bytes: Some(limits.bucket_bytes),
+                    segment: Some(C::SEGMENT),
+                    ..MsmConfig::default()
+                };
+                MsmPlan::new(n, costs, 2 * GIB - 4, &config)
+            }
+        }
+        let n = 1usize << 27;
+        let tables = 4 * ((1 << 21) + (1 << 6)) * 32 + 64;
+        let chunks = chunk_options(
+            [n - 1, n, n, n / 2],
+            n / 2,
+            tables,
+            planner::<G1>(blstrs::Fp::mul_loop_trips(WideMul::Int64)),
+            planner::<G2>(blstrs::Fp2::mul_loop_trips(WideMul::Int64)),
+        )
+        .unwrap();
+        Footprint {
+            domain_vector: 4 * GIB,
+            scalar_vectors: [4 * GIB; 3],
+            h_in_parts: 6 * GIB,
+            bases: [(n - 1, 96), (n, 96), (n, 96), (n / 2, 96), (n / 2, 192)],
+            chunks,
+            matrices: 6399 << 20,
+            matrix_stream: 256 << 20,
+        }
+    }
+
+    /// Budgets as the H200 leaves them to the pool (less 1 GiB of upload staging and 194 MiB
+    /// held before the first buffer): at 16 GiB the products and the H step in pairs beside
+    /// the streamed matrices (f7cf9ba's G2 chunks of G1's points left room only for the H
+    /// step in parts: 4.05 s a proof against 0.45 s in pairs), at 12 GiB large chunks (not
+    /// 322,560-point ones with the widest windows, as f7cf9ba's quarter rule chose).
+    #[test]
+    fn the_planned_2_27_shape_keeps_large_chunks_and_the_products_on_the_device() {
+        let f = shape_2_27_planned();
+        for (gib, pool_mib) in [
+            (32, 31_549),
+            (24, 23_357),
+            (16, 15_165),
+            (12, 11_325),
+            (8, 7_229),
+        ] {
+            let plan = DevicePlan::new(&f, pool_mib << 20, 2).unwrap();
+            let used = plan.kept_bytes
+                + plan.resident_bytes
+                + plan.matrices_bytes
+                + plan.proof_bytes * plan.proofs_in_flight as u64;
+            assert!(used <= plan.budget, "{gib} GiB: {plan:?}");
+            let [g1, g2] = plan.chunk_points;
+            assert!(
+                g2 * 192 <= g1 * 96,
+                "{gib} GiB: G2 chunks of G1's bytes: {plan:?}"
+            );
+            if gib >= 12 {
+                assert!(g1 >= LARGE_CHUNK, "{gib} GiB: {}", plan.describe(&f));
+            }
+        }
+        let plan = DevicePlan::new(&f, 23_357 << 20, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
+        assert!(!plan.matrices_streamed, "{plan:?}");
+        let plan = DevicePlan::new(&f, 15_165 << 20, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
+        assert!(plan.matrices_streamed, "{plan:?}");
     }
 
     #[test]
