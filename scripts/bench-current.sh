@@ -100,7 +100,7 @@ budgets() {
     wg bench prove --log-n 18 --batch 1 --synthesis full,recorded \
         --vram-budget-mib "${SMALL:-0,1024,512}"
     # BUDGETS_TIMEOUT bounds the big run where a device call is short; what it finished counts.
-    RUST_LOG=wgpu_groth16=info timeout "${BUDGETS_TIMEOUT:-7200}" "$bin/wgpu-groth16" bench prove --log-n 27 \
+    RUST_LOG=${RUST_LOG:-wgpu_groth16=info} timeout "${BUDGETS_TIMEOUT:-7200}" "$bin/wgpu-groth16" bench prove --log-n 27 \
         --batch 10 --synthesis recorded --no-check \
         --vram-budget-mib "${BUDGETS:-0,32768,24576,16384,12288,8192}" \
         --trace "$work/budgets.trace.json" | tee "$work/budgets.out" || true

@@ -58,12 +58,17 @@ pub unsafe trait GpuField:
     const MODULUS: &'static [u32];
 
     /// Brings elements read back from the GPU below the modulus: each prime-field part below
-    /// twice the modulus (shaders/gen/fq_mul_lazy.wgsl's `fq_bound`) loses it once.
+    /// twice the modulus (shaders/gen/fq_mul_lazy.wgsl's `fq_bound`) loses it once. On every
+    /// rayon thread: a 2^27 vector read back is 4 GiB.
     fn reduce_read_back(values: &mut [Self]) {
+        use rayon::prelude::*;
         let words: &mut [u32] = bytemuck::cast_slice_mut(Self::as_bytes_mut(values));
-        for part in words.chunks_exact_mut(Self::MODULUS.len()) {
-            subtract_once_if_at_least(part, Self::MODULUS);
-        }
+        let part = Self::MODULUS.len();
+        words.par_chunks_mut(part << 14).for_each(|block| {
+            for element in block.chunks_exact_mut(part) {
+                subtract_once_if_at_least(element, Self::MODULUS);
+            }
+        });
     }
 
     /// Loop trips of one multiplication on the `wide` path as llvmpipe counts them

@@ -446,17 +446,39 @@ impl NttKernels {
                 Ok(vector)
             }
         };
-        let transformed = |input: HInput, add: fn(&DomainTables, Layout, &mut Vec<Step>)| {
+        // Where the step's time goes, for `RUST_LOG=wgpu_groth16::ntt=debug`: each phase
+        // waits for the one before.
+        let started = std::time::Instant::now();
+        let mut phases = Vec::new();
+        let mut lap = |phase: &'static str| phases.push((phase, started.elapsed()));
+        let transformed = |input: HInput,
+                           add: fn(&DomainTables, Layout, &mut Vec<Step>),
+                           [written, read]: [&'static str; 2],
+                           lap: &mut dyn FnMut(&'static str)| {
             let vector = on_device(input)?;
             let mut steps = Vec::new();
             add(&tables, self.layout(&vector), &mut steps);
             self.gpu
                 .wait_for(self.submit(&tables, &steps, [&vector, &vector, &vector])?)?;
-            vector.download(&self.gpu)
+            lap(written);
+            let values = vector.download(&self.gpu);
+            lap(read);
+            values
         };
-        let b = transformed(b, to_coset_steps)?;
-        let c = transformed(c, unscaled_coefficients_steps)?;
+        let b = transformed(
+            b,
+            to_coset_steps,
+            ["b written, to the coset", "b read back"],
+            &mut lap,
+        )?;
+        let c = transformed(
+            c,
+            unscaled_coefficients_steps,
+            ["c written, to coefficients", "c read back"],
+            &mut lap,
+        )?;
         let a = on_device(a)?;
+        lap("a written");
         let layout = self.layout(&a);
         let mut steps = Vec::new();
         to_coset_steps(&tables, layout, &mut steps);
@@ -481,6 +503,18 @@ impl NttKernels {
             partner.used_by(&last);
             self.gpu.wait_for(last)?;
         }
+        lap("a's passes with b's and c's parts uploaded");
+        log::debug!(
+            "the H step in parts of 2^{log_n}: {}",
+            phases
+                .iter()
+                .scan(std::time::Duration::ZERO, |before, &(phase, at)| {
+                    let took = at - std::mem::replace(before, at);
+                    Some(format!("{phase} {:.1} ms", took.as_secs_f64() * 1e3))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         Ok(a)
     }
 
