@@ -697,7 +697,8 @@ fn assert_products_and_gathers_on_the_device(report: &ProveReport, streamed: boo
 }
 
 /// Within the smallest budget that plans the products on the device beside the H step in
-/// parts (the L scalars, one vector and a part: 9 GiB at 2^27, the plan at 12 GiB), on an
+/// parts (the aux values beside one product, then one vector and a part with the aux values
+/// off the device: 8 GiB at 2^27, the plan at 12 GiB), on an
 /// engine whose vectors come in parts of 16 KiB (at 2^27 they come in four), with the
 /// matrices resident and streamed: a recorded proof computes its products inside the H
 /// step and gathers its A and B scalars on the device, and a fully synthesized one takes

@@ -573,7 +573,7 @@ impl Prover {
         // products take the H step in parts (three vectors do not fit beside the matrices).
         let with_h = resident.is_some_and(|r| r.plan.products_with_h());
         let h_in_parts = with_h || resident.is_some_and(|r| r.plan.h_in_parts());
-        let (abc, l_scalars) = {
+        let (abc, mut l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
                 let abc = match (deferred, h_in_parts) {
@@ -598,7 +598,7 @@ impl Prover {
             (Some(system), Some(matrices)) => {
                 let parts = resident.is_some_and(|r| r.plan.h_in_parts());
                 let h = self.step(lane, Step::HStep, report, || {
-                    engine.products_and_h(system, matrices, inputs, &l_scalars, parts)
+                    engine.products_and_h(system, matrices, inputs, aux, &mut l_scalars, parts)
                 })?;
                 ([h, engine.vector(&[]), engine.vector(&[])], true)
             }

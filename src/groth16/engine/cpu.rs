@@ -67,10 +67,11 @@ impl Engine for CpuEngine {
         system: &RecordedSystem,
         _: &DeviceMatrices,
         inputs: &[Scalar],
-        aux: &Cow<'a, [Scalar]>,
+        aux_values: &[Scalar],
+        _: &mut Cow<'a, [Scalar]>,
         _in_parts: bool,
     ) -> Result<Cow<'a, [Scalar]>> {
-        let [a, b, c] = system.products_of(inputs, aux);
+        let [a, b, c] = system.products_of(inputs, aux_values);
         Ok(Cow::Owned(h_coefficients_cpu(&a, &b, &c)?))
     }
 

@@ -550,33 +550,57 @@ impl Engine for GpuEngine {
         system: &RecordedSystem,
         matrices: &DeviceMatrices,
         inputs: &[Scalar],
-        aux: &GpuVector<'a>,
+        aux_values: &[Scalar],
+        aux: &mut GpuVector<'a>,
         in_parts: bool,
     ) -> Result<GpuVector<'a>> {
-        let GpuVector::Device(aux) = aux else {
-            return Err(Error::Internal(
-                "products on the device need the aux values there".into(),
-            ));
-        };
+        let not_on_device =
+            || Error::Internal("products on the device need the aux values there".into());
         let sparse = self.sparse()?;
         if in_parts {
             let log_n = system.rows().max(1).next_power_of_two().trailing_zeros();
+            // The aux values go back to the pool once the third product is written (the
+            // product's submission keeps them until it completes): a proof then holds one
+            // vector and a part, not those and the aux values (at 2^27, 8 GiB at most
+            // instead of 10).
+            let written = std::cell::Cell::new(0);
+            let GpuVector::Device(device_aux) =
+                std::mem::replace(aux, GpuVector::Owned(Vec::new()))
+            else {
+                return Err(not_on_device());
+            };
+            let device_aux = std::cell::RefCell::new(Some(device_aux));
             let product = |matrix: usize| {
-                let sparse = &sparse;
-                move |out: &DeviceVector<Scalar>| sparse.product(matrices, matrix, inputs, aux, out)
+                let (sparse, device_aux, written) = (&sparse, &device_aux, &written);
+                move |out: &DeviceVector<Scalar>| {
+                    let mut held = device_aux.borrow_mut();
+                    let aux = held.as_ref().ok_or_else(|| {
+                        Error::Internal("a product asked for after the last one".into())
+                    })?;
+                    let submission = sparse.product(matrices, matrix, inputs, aux, out)?;
+                    written.set(written.get() + 1);
+                    if written.get() == 3 {
+                        *held = None;
+                    }
+                    Ok(submission)
+                }
             };
             let [a, b, c] = [product(0), product(1), product(2)];
             let inputs = [HInput::Device(&a), HInput::Device(&b), HInput::Device(&c)];
             let h = self.ntt.h_in_parts_of(log_n, inputs)?;
+            *aux = GpuVector::Device(Box::new(self.upload_padded(aux_values)?));
             return Ok(GpuVector::Device(Box::new(h)));
         }
+        let GpuVector::Device(device_aux) = aux else {
+            return Err(not_on_device());
+        };
         let [a, b] = [(); 2].map(|_| self.zeroed(system.rows()));
         let (a, b) = (a?, b?);
-        sparse.product(matrices, 0, inputs, aux, &a)?;
-        sparse.product(matrices, 1, inputs, aux, &b)?;
-        let last = self
-            .ntt
-            .h_in_pairs(&a, &b, |c| sparse.product(matrices, 2, inputs, aux, c))?;
+        sparse.product(matrices, 0, inputs, device_aux, &a)?;
+        sparse.product(matrices, 1, inputs, device_aux, &b)?;
+        let last = self.ntt.h_in_pairs(&a, &b, |c| {
+            sparse.product(matrices, 2, inputs, device_aux, c)
+        })?;
         self.gpu.wait_for(last)?;
         Ok(GpuVector::Device(Box::new(a)))
     }

@@ -111,13 +111,16 @@ pub trait Engine: Sync {
     /// `matrices`, two vectors at a time (`NttKernels::h_in_pairs`: A·z and B·z to the
     /// coset and their product, then C·z in b's room) or, `in_parts`, one vector and a part
     /// (`NttKernels::h_in_parts_of`, each product written on the device): h's
-    /// coefficients, as the H step leaves them in a.
+    /// coefficients, as the H step leaves them in a. In parts, `aux` (the device's copy of
+    /// `aux_values`) leaves the device once the last product is written, so that the H
+    /// step's part takes its room, and is uploaded again after it.
     fn products_and_h<'a>(
         &'a self,
         system: &RecordedSystem,
         matrices: &DeviceMatrices,
         inputs: &[Scalar],
-        aux: &Self::Vector<'a>,
+        aux_values: &[Scalar],
+        aux: &mut Self::Vector<'a>,
         in_parts: bool,
     ) -> Result<Self::Vector<'a>>;
 

@@ -61,11 +61,12 @@ impl Footprint {
         (2 * self.domain_vector + l).max(l + a + b)
     }
 
-    /// [`ProofBuffers::ProductsInParts`]: the L scalars beside the H step in parts, then
-    /// beside the A scalars, then the B scalars.
+    /// [`ProofBuffers::ProductsInParts`]: the L scalars (the aux values) beside one product
+    /// at a time, then the H step in parts alone (the aux values leave the device for it),
+    /// then the L scalars beside h, the A scalars, then the B scalars.
     pub fn parted_proof(&self) -> u64 {
         let [l, a, b] = self.scalar_vectors;
-        l + self.h_in_parts.max(a).max(b)
+        (l + self.domain_vector.max(a).max(b)).max(self.h_in_parts)
     }
 
     /// Bytes of every base.
@@ -211,7 +212,8 @@ pub enum ProofBuffers {
     /// proof whose a, b, c come from the host takes the H step in parts.
     ProductsInPairs,
     /// The constraint matrices and the L scalars on the device, the products written there
-    /// for the H step in parts, then the A and B scalars gathered there one after the
+    /// for the H step in parts (the L scalars, the aux values, off the device meanwhile and
+    /// uploaded again after it), then the A and B scalars gathered there one after the
     /// other: for budgets where two vectors do not fit beside the L scalars.
     ProductsInParts,
 }
@@ -602,7 +604,8 @@ mod tests {
     /// held before the first buffer): at 16 GiB the products and the H step in pairs beside
     /// the streamed matrices (f7cf9ba's G2 chunks of G1's points left room only for the H
     /// step in parts: 4.05 s a proof against 0.45 s in pairs), at 12 GiB large chunks (not
-    /// 322,560-point ones with the widest windows, as f7cf9ba's quarter rule chose).
+    /// 322,560-point ones with the widest windows, as f7cf9ba's quarter rule chose) and the
+    /// products on the device.
     #[test]
     fn the_planned_2_27_shape_keeps_large_chunks_and_the_products_on_the_device() {
         let f = shape_2_27_planned();
@@ -634,6 +637,13 @@ mod tests {
         let plan = DevicePlan::new(&f, 15_165 << 20, 2).unwrap();
         assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
         assert!(plan.matrices_streamed, "{plan:?}");
+        // At 12 GiB the products beside the H step in parts (8 GiB at most with the aux
+        // values off the device for its passes; 10 GiB with them, which left the products
+        // to the CPU).
+        let plan = DevicePlan::new(&f, 11_325 << 20, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::ProductsInParts, "{plan:?}");
+        assert!(plan.matrices_streamed, "{plan:?}");
+        assert_eq!(plan.proof_bytes, 8 * GIB);
     }
 
     #[test]
