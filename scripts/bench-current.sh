@@ -20,7 +20,8 @@
 #   real32      the real 32 GiB PoRep circuit: random-point parameters of its shape and its
 #               recorded system (`setup --random-points`, ~47 GB on disk), a benchmark-only
 #               C1 output (`seal --benchmark-only`), then `c2 --benchmark` with the file
-#               recorded as checked and with every point checked (on the GPU), and three
+#               recorded as checked and with every point checked (on the GPU; REAL32_RUNS
+#               picks "recorded", "unrecorded" or both), and three
 #               sectors back to back; peak RSS and VRAM (~15 min est.; ~60 GiB of memory and
 #               ~60 GiB of disk, est.), and three sectors through the daemon
 #               (`serve --benchmark-jobs`); real32_setup, real32_c2, real32_sectors and
@@ -142,7 +143,7 @@ real32_c2() {
     vram=$(sample_vram "$work/vram-32g.txt")
     # The file is recorded as made here: the first run reads it as checked before; the
     # second, its record removed, checks every point (on the GPU) as a file from elsewhere.
-    for run in recorded unrecorded; do
+    for run in ${REAL32_RUNS:-recorded unrecorded}; do
         [ "$run" = unrecorded ] && rm -rf "$WGPU_GROTH16_PARAMS_CACHE/checked-params"
         echo "c2 of the 32 GiB shape, parameters $run:"
         RUST_LOG=wgpu_groth16=info /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 \
