@@ -580,7 +580,8 @@ mod tests {
             }
         }
         let n = 1usize << 27;
-        let tables = 4 * ((1 << 21) + (1 << 6)) * 32 + 64;
+        // The NTT's tables at 2^27 with 2^21-entry high parts (ntt::tables' table_bytes).
+        let tables = (4 * ((1 << 21) + (1 << 6)) + 2) * 32;
         let chunks = chunk_options(
             [n - 1, n, n, n / 2],
             n / 2,
