@@ -94,6 +94,8 @@ partitions() {
 budgets() {
     local samples=$work/vram-budgets.csv vram=""
     if command -v nvidia-smi >/dev/null; then
+        # What the device holds with no process of ours: the peaks below include it.
+        echo "idle VRAM: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits) MiB (nvidia-smi)"
         nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -l 1 \
             >"$samples" &
         vram=$!

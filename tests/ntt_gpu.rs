@@ -196,6 +196,11 @@ fn parts_path_equals_bellperson(wide: WideMul) {
     let cpu = h_coefficients_cpu(&a, &b, &c).unwrap();
     assert!(gpu == cpu, "H step in parts, {wide}");
     assert_h_in_parts_equals(kernels, &a, &b, &c, &cpu);
+    // Other values of the same length: b and c are read back into the host vectors the
+    // step above kept, whose old values must not leak into these.
+    let c_other: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    let cpu_other = h_coefficients_cpu(&b, &a, &c_other).unwrap();
+    assert_h_in_parts_equals(kernels, &b, &a, &c_other, &cpu_other);
     if let Some(whole) = ntt_kernels(wide) {
         assert_h_in_parts_equals(whole, &a, &b, &c, &cpu);
     }

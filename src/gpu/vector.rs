@@ -130,6 +130,22 @@ impl<T: GpuField> DeviceVector<T> {
     /// Every element, read back.
     pub fn download(&self, gpu: &GpuContext) -> Result<Vec<T>> {
         let mut out = crate::field::zeroed_vec::<T>(self.len());
+        self.download_into(gpu, &mut out)?;
+        Ok(out)
+    }
+
+    /// Every element, read back into `out` (of the vector's length). Host memory written
+    /// before takes the bytes at copy speed; fresh memory faults in a page every 4 KiB as
+    /// it is written (a plain copy into 1 GiB: 2.4 s fresh, 0.08 s written before, on a
+    /// 2-core VM).
+    pub fn download_into(&self, gpu: &GpuContext, out: &mut [T]) -> Result<()> {
+        if out.len() != self.len() {
+            return Err(Error::Internal(format!(
+                "reading back {} elements into {}",
+                self.len(),
+                out.len()
+            )));
+        }
         for (part, values) in self
             .parts
             .iter()
@@ -138,7 +154,7 @@ impl<T: GpuField> DeviceVector<T> {
             gpu.download_into(part, 0, T::as_bytes_mut(values))?;
             T::reduce_read_back(values);
         }
-        Ok(out)
+        Ok(())
     }
 
     pub fn layout(&self) -> PartLayout {

@@ -91,6 +91,9 @@ pub struct NttKernels {
     cpu_adapter: bool,
     /// Where vectors take their buffers from and give them back; `None`: fresh buffers.
     pool: Option<BufferPool>,
+    /// The host vectors the last H step in parts read b and c back into, kept for the next
+    /// one ([`release_read_backs`](Self::release_read_backs) frees them).
+    read_backs: Mutex<Vec<Vec<Scalar>>>,
 }
 
 /// Most stages a `Stages::Local` pass runs (its tile holds 2^8 elements).
@@ -168,7 +171,26 @@ impl NttKernels {
             stage_passes: None,
             cpu_adapter: gpu.info.device_type == wgpu::DeviceType::Cpu,
             pool: None,
+            read_backs: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Frees the host vectors kept for the H step in parts' read-backs (8 GiB at 2^27).
+    pub fn release_read_backs(&self) {
+        self.read_backs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// A host vector of `len` elements for a read-back: one kept from the last H step in
+    /// parts where its length is `len` (written before: a read-back into it runs at copy
+    /// speed, where fresh memory faults in every page first), else a new one.
+    fn read_back_vector(&self, len: usize) -> Vec<Scalar> {
+        let mut kept = self.read_backs.lock().unwrap_or_else(|e| e.into_inner());
+        kept.retain(|v| v.len() == len);
+        kept.pop()
+            .unwrap_or_else(|| crate::field::zeroed_vec::<Scalar>(len))
     }
 
     /// Groups stages into passes as `passes` says, whatever the size and adapter.
@@ -461,9 +483,10 @@ impl NttKernels {
             self.gpu
                 .wait_for(self.submit(&tables, &steps, [&vector, &vector, &vector])?)?;
             lap(written);
-            let values = vector.download(&self.gpu);
+            let mut values = self.read_back_vector(vector.len());
+            vector.download_into(&self.gpu, &mut values)?;
             lap(read);
-            values
+            Ok::<_, Error>(values)
         };
         let b = transformed(
             b,
@@ -504,6 +527,10 @@ impl NttKernels {
             self.gpu.wait_for(last)?;
         }
         lap("a's passes with b's and c's parts uploaded");
+        self.read_backs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend([b, c]);
         log::debug!(
             "the H step in parts of 2^{log_n}: {}",
             phases

@@ -191,7 +191,8 @@ impl GpuEngine {
     }
 
     /// Proves within `bytes` of device memory from now on: the MSM workspaces kept for the
-    /// old budget are freed, so that the next plan counts its own. Provers made before keep
+    /// old budget are freed, so that the next plan counts its own (and the host vectors
+    /// kept for the H step in parts' read-backs). Provers made before keep
     /// their plans; make them again.
     ///
     /// The budget bounds the process's device memory: the pool gets it less the upload
@@ -202,6 +203,7 @@ impl GpuEngine {
     pub fn set_vram_budget(&self, bytes: u64) {
         self.g1.release_workspaces();
         self.g2.release_workspaces();
+        self.ntt.release_read_backs();
         let buffer = self.gpu.staging_buffer_bytes();
         let staging = (bytes / STAGING_SHARE / buffer * buffer).min(MAX_STAGING);
         self.gpu.limit_upload_staging(staging);
