@@ -294,7 +294,12 @@ impl GpuContext {
             required_features: features,
             required_limits: limits.clone(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
+            // wgpu's allocator puts buffers smaller than a block into shared blocks and
+            // keeps an empty one per memory type; with `Performance`'s 128-256 MiB blocks the
+            // driver counted 243-323 MiB past what the VRAM budget counts at 16 and 8 GiB
+            // (H100, 5cccd2f). Blocks of 8-64 MiB bound that slack; the large buffers (vectors,
+            // bases, buckets) get memory of their own either way.
+            memory_hints: wgpu::MemoryHints::MemoryUsage,
             trace: wgpu::Trace::Off,
         }))
         .map_err(|source| Error::RequestDevice {
