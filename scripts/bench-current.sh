@@ -5,7 +5,7 @@
 #   scripts/bench-current.sh BIN OUT [kernels] [partitions] [c2]
 #
 # BIN holds release builds of wgpu-groth16, wgpu-groth16-filecoin and wgpu-groth16-daemon;
-# OUT receives one log per part. Parameters are made here, never downloaded: random points
+# OUT receives one log per part and the runs' traces. Parameters are made here, never downloaded: random points
 # of the right shape (`bench prove`) or seeded ones (`setup`), in /tmp. The parts:
 #   kernels     the field product, MSMs (G1 2^24 and 2^27, uniform and with the real PoRep
 #               partition's scalar mix at 2^27, G2 2^22), NTTs and proofs at
@@ -87,7 +87,7 @@ partitions() {
     vram=$(sample_vram "$work/vram.txt")
     /usr/bin/time -v "$bin/wgpu-groth16" bench prove --log-n 27 --batch 10 \
         --aux-mix half-bits,porep --synthesis recorded --no-check \
-        --trace "$work/partitions.trace.json"
+        --trace "$out/partitions.trace.json"
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram.txt") MiB"
 }
 
@@ -106,7 +106,7 @@ budgets() {
     RUST_LOG=${RUST_LOG:-wgpu_groth16=info} timeout "${BUDGETS_TIMEOUT:-7200}" "$bin/wgpu-groth16" bench prove --log-n 27 \
         --batch 10 --synthesis recorded --no-check \
         --vram-budget-mib "${BUDGETS:-0,32768,24576,16384,12288,8192}" \
-        --trace "$work/budgets.trace.json" | tee "$work/budgets.out" || true
+        --trace "$out/budgets.trace.json" | tee "$work/budgets.out" || true
     [ -n "$vram" ] && kill "$vram"
     # Each batch's peak: the samples inside the window its plan line names.
     while IFS=, read -r stamp used; do
@@ -150,7 +150,7 @@ real32_c2() {
         echo "c2 of the 32 GiB shape, parameters $run:"
         RUST_LOG=wgpu_groth16=info /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 \
             --c1 "$work/c1-32g.json" --miner-id 1000 --sector-id 7 --benchmark \
-            --trace "$work/c2-32g-$run.trace.json"
+            --trace "$out/c2-32g-$run.trace.json"
     done
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g.txt") MiB"
 }
@@ -161,7 +161,7 @@ real32_sectors() {
     echo "three sectors back to back:"
     /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 --c1 "$work/c1-32g.json" \
         --miner-id 1000 --sector-id 7 --benchmark --sectors 3 \
-        --trace "$work/c2-32g-three.trace.json"
+        --trace "$out/c2-32g-three.trace.json"
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g-three.txt") MiB"
 }
 
