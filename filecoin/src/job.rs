@@ -241,10 +241,10 @@ pub trait ProofJob {
                     ss,
                     cancel,
                 };
-                // A partition's witness in as many parts as there are threads: a batch's
-                // partitions share them.
-                let parts = std::thread::available_parallelism().map_or(1, |n| n.get());
-                match self.with_witness_circuits(parts, recorded) {
+                // A partition's witness in a part a challenge: the finest split (a part
+                // repeats only the public values), which the batch fills its threads from,
+                // a second partition's parts beside the first's.
+                match self.with_witness_circuits(usize::MAX, recorded) {
                     Ok((proofs, report)) => return Ok((proofs, path, report)),
                     Err(Error::Prover(wgpu_groth16::Error::CircuitStructure(why))) => {
                         cache.refuse(&key, &why);

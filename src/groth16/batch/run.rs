@@ -38,7 +38,7 @@ pub(super) struct BatchRun<'a, S> {
     /// Synthesis runs on a pool of its own: the prover's steps use the global pool, and must
     /// not queue behind seconds-long synthesis tasks.
     synthesis_pool: rayon::ThreadPool,
-    /// Circuits synthesized at once: enough to fill the pool, no more.
+    /// Circuits synthesized at once ([`concurrent_circuits`]).
     concurrent: usize,
     /// Host bytes for synthesized circuits ([`Prover::host_budget`]).
     budget: Option<u64>,
@@ -49,6 +49,21 @@ pub(super) struct BatchRun<'a, S> {
     /// Set by the first error: no more circuits are taken.
     cancelled: AtomicBool,
     start: Instant,
+}
+
+/// Circuits synthesized at once on `pool_threads` threads when each runs in `parallelism`
+/// parts: enough for every thread to have a part, and two where one circuit's parts leave
+/// threads idle in its last round (a 32 GiB PoRep partition's 18 challenges on 15 threads:
+/// a second round of three), so that the next circuit's parts fill them. More only slow each
+/// circuit down: ten 2^27 circuits of 16 parts each, run up to seven at once, took five
+/// times as long each as alone, and the GPU waited for the second.
+fn concurrent_circuits(pool_threads: usize, parallelism: usize) -> usize {
+    let (threads, parts) = (pool_threads.max(1), parallelism.max(1));
+    if parts > threads && parts % threads != 0 {
+        2
+    } else {
+        threads.div_ceil(parts)
+    }
 }
 
 impl<'a, S: Synthesis> BatchRun<'a, S> {
@@ -88,9 +103,6 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             .thread_name(|i| format!("synthesis-{i}"))
             .build()
             .map_err(|e| Error::Internal(format!("cannot start synthesis threads: {e}")))?;
-        // More circuits at once than the pool holds only slow each down: ten 2^27 circuits
-        // of 16 parts each, run up to seven at once, took five times as long each as alone,
-        // and the GPU waited for the second.
         let parallelism = circuits.iter().map(S::parallelism).max().unwrap_or(1);
         let budget = first.host_budget();
         let mut report = ProveReport::default();
@@ -105,7 +117,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
                 .map(|circuit| Mutex::new(Some(circuit)))
                 .collect(),
             synthesis_pool,
-            concurrent: (pool_threads / parallelism).max(1),
+            concurrent: concurrent_circuits(pool_threads, parallelism),
             budget,
             // Without a budget every circuit may start at once; with one, circuit 0 is
             // synthesized alone, and its size sets how many fit.
@@ -410,5 +422,25 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             .collect::<Vec<_>>()
             .join(" + ");
         Ok((proofs, report))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::concurrent_circuits;
+
+    #[test]
+    fn concurrent_circuits_fill_the_pool() {
+        // Whole circuits: one a thread.
+        assert_eq!(concurrent_circuits(15, 1), 15);
+        // Parts that fill the threads together, the last circuit's parts in part.
+        assert_eq!(concurrent_circuits(15, 2), 8);
+        assert_eq!(concurrent_circuits(15, 15), 1);
+        // Rounds that end full: one at a time.
+        assert_eq!(concurrent_circuits(15, 30), 1);
+        assert_eq!(concurrent_circuits(1, 4), 1);
+        // A last round with idle threads: the next circuit fills them.
+        assert_eq!(concurrent_circuits(15, 16), 2);
+        assert_eq!(concurrent_circuits(15, 18), 2);
     }
 }
