@@ -66,6 +66,11 @@ start_daemon() {
     daemon=$!
     for _ in $(seq 900); do
         grep -q "serving" "$log" && return
+        if ! kill -0 "$daemon" 2>/dev/null; then
+            echo "the daemon stopped before serving:" >&2
+            tail -5 "$log" >&2
+            return 1
+        fi
         sleep 1
     done
 }
@@ -128,8 +133,8 @@ real32() {
     real32_daemon
 }
 
-# real32 in three parts, for device calls too short for all of it; each part needs the files
-# the one before left in $work.
+# real32 in parts, for device calls too short for all of it; each part after the first
+# needs the files real32_setup left in $work, on the same machine.
 real32_setup() {
     mkdir -p "$FIL_PROOFS_PARAMETER_CACHE"
     df -h "$work"
@@ -140,7 +145,17 @@ real32_setup() {
     df -h "$work"
 }
 
+# Stops a part at once where real32_setup's files are missing (a fresh machine), instead of
+# waiting on a daemon that cannot start.
+real32_files() {
+    if [ ! -f "$work/c1-32g.json" ]; then
+        echo "no $work/c1-32g.json: run real32_setup first, on this machine" >&2
+        return 1
+    fi
+}
+
 real32_c2() {
+    real32_files
     local vram
     vram=$(sample_vram "$work/vram-32g.txt")
     # The file is recorded as made here: the first run reads it as checked before; the
@@ -156,6 +171,7 @@ real32_c2() {
 }
 
 real32_sectors() {
+    real32_files
     local vram
     vram=$(sample_vram "$work/vram-32g-three.txt")
     echo "three sectors back to back:"
@@ -166,6 +182,7 @@ real32_sectors() {
 }
 
 real32_daemon() {
+    real32_files
     local vram
     vram=$(sample_vram "$work/vram-32g-daemon.txt")
     start_daemon "$work/daemon-32g.log" --listen 127.0.0.1:9822 --benchmark-jobs \
