@@ -377,9 +377,12 @@ impl SparseKernels {
                             words: self.words("matrix rows", &words)?,
                             entries: match entries {
                                 Some((m, range)) if !range.is_empty() => {
-                                    let mut pairs = csr[m].columns[range.clone()].to_vec();
-                                    pairs.extend_from_slice(&csr[m].coefficients[range]);
-                                    self.words("matrix entries", &pairs)?
+                                    let buffer = self.gpu.empty_storage_buffer(
+                                        "matrix entries",
+                                        range.len() as u64 * ENTRY_BYTES,
+                                    )?;
+                                    self.upload_entries(&buffer, &csr[m], range)?;
+                                    buffer
                                 }
                                 _ => placeholder.clone(),
                             },
@@ -413,6 +416,24 @@ impl SparseKernels {
     }
 
     /// A storage buffer of `words` (at least one binding's minimum).
+    /// The entries `range` of `matrix` into `buffer` as the kernels read them: the columns,
+    /// then the coefficients. Straight from the matrix, with no interleaved copy of every
+    /// entry in fresh host memory first (8 GB at 2^27).
+    fn upload_entries(
+        &self,
+        buffer: &wgpu::Buffer,
+        matrix: &CsrView<'_>,
+        range: Range<usize>,
+    ) -> Result<()> {
+        let columns = &matrix.columns[range.clone()];
+        self.gpu.upload(buffer, 0, bytemuck::cast_slice(columns))?;
+        self.gpu.upload(
+            buffer,
+            columns.len() as u64 * 4,
+            bytemuck::cast_slice(&matrix.coefficients[range]),
+        )
+    }
+
     fn words(&self, label: &str, words: &[u32]) -> Result<wgpu::Buffer> {
         if words.is_empty() {
             return self.gpu.storage_buffer(label, &[0; 4]);
@@ -538,14 +559,7 @@ impl SparseKernels {
                         .upload(words_buffer, 0, bytemuck::cast_slice(words))?;
                     if let Some((m, range)) = entries {
                         let matrix = &stream.system.csr()[*m];
-                        let columns = &matrix.columns[range.clone()];
-                        self.gpu
-                            .upload(entries_buffer, 0, bytemuck::cast_slice(columns))?;
-                        self.gpu.upload(
-                            entries_buffer,
-                            columns.len() as u64 * 4,
-                            bytemuck::cast_slice(&matrix.coefficients[range.clone()]),
-                        )?;
+                        self.upload_entries(entries_buffer, matrix, range.clone())?;
                     }
                     (words_buffer, entries_buffer)
                 }
