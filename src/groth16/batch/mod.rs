@@ -1,5 +1,5 @@
 //! A batch of proofs as a pipeline: circuits are synthesized in parallel on a pool of their
-//! own, handed in order to a queue, and proved by workers — `workers` per prover, one prover
+//! own, handed to a queue as they are done (circuit 0 first), and proved by workers — `workers` per prover, one prover
 //! per device — so that the CPU side of one proof (synthesis, scalar selection, copies)
 //! runs while the GPU computes another, and several devices share one batch.
 //!

@@ -1,5 +1,5 @@
 //! Between a batch's synthesis and its workers: the slots that bound how many synthesized
-//! circuits the host holds, and the queue that hands them over in circuit order.
+//! circuits the host holds, and the queue that hands them over.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -7,7 +7,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::error::Error;
 use crate::groth16::synthesis::ProvingAssignment;
 
-/// Synthesized circuits waiting for a worker, in circuit order, and the first error.
+/// Synthesized circuits waiting for a worker, in the order they were handed over, and the
+/// batch's first error.
 pub(super) struct Queue {
     state: Mutex<QueueState>,
     changed: Condvar,
@@ -84,10 +85,10 @@ pub(super) struct Synthesized {
 /// dropped (after its proof, or when the batch fails).
 ///
 /// Slots go to circuits in index order, the slot and the index taken together: no later
-/// circuit holds a slot while an earlier one waits for one. The slots are then held by
-/// circuits being synthesized, waiting to be handed over behind earlier ones, or proving,
-/// and each of those finishes without a further slot, so the in-order hand-over always gets
-/// its next circuit.
+/// circuit holds a slot while an earlier one waits for one. Circuit 0 thus always has one,
+/// and the slots are held by circuits being synthesized, waiting for circuit 0 to be handed
+/// over, or proving, each of which finishes without a further slot: the hand-over always
+/// gets circuit 0 and then every other.
 pub(super) struct Slots {
     state: Mutex<SlotState>,
     changed: Condvar,

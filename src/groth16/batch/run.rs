@@ -2,11 +2,10 @@
 //! synthesis; [`BatchRun::run`] starts [`synthesize_all`](BatchRun::synthesize_all) (the
 //! circuits, as far ahead as the host budget allows), [`prepare_devices`](BatchRun::prepare_devices)
 //! (the parameters loaded, recorded matrices resident), one [`prove_queued`](BatchRun::prove_queued)
-//! loop per worker of every device, and [`hand_over_in_order`](BatchRun::hand_over_in_order),
-//! which queues the synthesized circuits in order; [`finish`](BatchRun::finish) collects the
+//! loop per worker of every device, and [`hand_over`](BatchRun::hand_over), which queues
+//! the synthesized circuits as they come (circuit 0 first); [`finish`](BatchRun::finish) collects the
 //! proofs. The batch's first error stops every step ([`fail`](BatchRun::fail)).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::Scope;
@@ -150,7 +149,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
                     scope.spawn(move || batch.prove_queued(prover, &lane));
                 }
             }
-            match self.hand_over_in_order(&receiver) {
+            match self.hand_over(&receiver) {
                 Ok(()) => self.queue.close(),
                 Err(e) => self.fail(e),
             }
@@ -334,45 +333,62 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
         }
     }
 
-    /// Queues circuits 0, 1, ... as their assignments arrive (in any order) from synthesis.
-    /// Circuit 0 decides the shape: the parameters must fit it, and every other circuit must
-    /// share it.
-    fn hand_over_in_order(&self, receiver: &mpsc::Receiver<SynthesisOutcome>) -> Result<()> {
-        let mut arrived = BTreeMap::new();
-        let mut expected: Option<Shape> = None;
-        for i in 0..self.circuits.len() {
-            let next = loop {
-                if let Some(next) = arrived.remove(&i) {
-                    break next;
-                }
-                let (j, assignment) = receiver.recv().map_err(|_| {
-                    Error::Internal(format!("synthesis of circuit {i} never finished"))
-                })?;
-                arrived.insert(j, assignment);
-            };
-            let (synthesized, took) = next?;
-            let shape = synthesized.assignment.shape();
-            match &expected {
-                None => {
-                    self.check_parameters_fit(&shape)?;
-                    expected = Some(shape);
-                }
-                Some(first) if *first != shape => {
-                    return Err(Error::BatchShape {
-                        index: i,
-                        expected: first.to_string(),
-                        found: shape.to_string(),
-                    })
-                }
-                Some(_) => {}
+    /// Queues the circuits as their assignments arrive from synthesis: circuit 0 first, as
+    /// it decides the shape (the parameters must fit it, every other circuit must share it),
+    /// then each as it comes, so that a circuit whose synthesis lags does not keep the
+    /// workers from those done after it (one 32 GiB partition took 29 s beside others' 5 s,
+    /// and the GPU waited for it).
+    fn hand_over(&self, receiver: &mpsc::Receiver<SynthesisOutcome>) -> Result<()> {
+        let never_finished = || Error::Internal("a circuit's synthesis never finished".into());
+        // Circuits done before circuit 0, held until it has set the shape.
+        let mut early = Vec::new();
+        let first = loop {
+            match receiver.recv().map_err(|_| never_finished())? {
+                (0, outcome) => break outcome,
+                other => early.push(other),
             }
-            self.report
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .record(Step::Synthesis, took);
-            self.queue.push((i, synthesized));
+        };
+        let (synthesized, took) = first?;
+        let shape = synthesized.assignment.shape();
+        self.check_parameters_fit(&shape)?;
+        self.queue_synthesized(0, synthesized, took);
+        let held = early.len();
+        for (i, outcome) in early {
+            self.queue_alike(i, outcome, &shape)?;
+        }
+        for _ in 1 + held..self.circuits.len() {
+            let (i, outcome) = receiver.recv().map_err(|_| never_finished())?;
+            self.queue_alike(i, outcome, &shape)?;
         }
         Ok(())
+    }
+
+    /// Queues circuit `i` if it was synthesized and has circuit 0's `shape`.
+    fn queue_alike(
+        &self,
+        i: usize,
+        outcome: Result<(Synthesized, Duration)>,
+        shape: &Shape,
+    ) -> Result<()> {
+        let (synthesized, took) = outcome?;
+        let found = synthesized.assignment.shape();
+        if found != *shape {
+            return Err(Error::BatchShape {
+                index: i,
+                expected: shape.to_string(),
+                found: found.to_string(),
+            });
+        }
+        self.queue_synthesized(i, synthesized, took);
+        Ok(())
+    }
+
+    fn queue_synthesized(&self, i: usize, synthesized: Synthesized, took: Duration) {
+        self.report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(Step::Synthesis, took);
+        self.queue.push((i, synthesized));
     }
 
     /// Whether the parameters fit circuit 0's `shape`, which the report then names.
