@@ -44,7 +44,8 @@ pub use records::{CheckRecords, Checked, PublishedDigests, PUBLISHED_DIGEST_BYTE
 
 use file::{ParamsFile, Sections, Source};
 use points::{
-    combine, decode_all, decode_hashed, hash_in_order, hash_section, FilePoint, G1_SIZE, G2_SIZE,
+    combine, decode_all, decode_hashed, hash_in_order, hash_section, write_section, FilePoint,
+    G1_SIZE, G2_SIZE,
 };
 
 use super::circuits::SizeBounds;
@@ -355,7 +356,12 @@ impl ProvingParameters {
     /// crate's `Error` has no variant for a failed write; the caller knows the destination.
     pub fn write(&self, w: impl Write) -> io::Result<()> {
         let mut w = BufWriter::with_capacity(1 << 20, w);
-        self.to_bellperson().write(&mut w)?;
+        self.vk.write(&mut w)?;
+        write_section(&mut w, "h", &self.h)?;
+        write_section(&mut w, "l", &self.l)?;
+        write_section(&mut w, "a", &self.a)?;
+        write_section(&mut w, "b_g1", &self.b_g1)?;
+        write_section(&mut w, "b_g2", &self.b_g2)?;
         w.flush()
     }
 
