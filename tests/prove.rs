@@ -730,7 +730,11 @@ fn products_in_parts_give_bellpersons_proof_within_the_budget() {
         let prover = Prover::with_engine_for(&params, engine.clone(), &system).unwrap();
         assert!(parts(prover.plan().unwrap()), "{:?}", prover.plan());
         let circuit = || FilecoinLike::new(10, 1).unwrap();
-        let recorded = system.witness_assignment(circuit()).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let recorded = system.witness_assignment(circuit(), &pool).unwrap();
         let read_back = 32 * 2 * system.rows().next_power_of_two() as u64;
         assert_eq!(prover.host_bytes_a_proof(&recorded), read_back);
         let full = wgpu_groth16::groth16::synthesis::synthesize(circuit()).unwrap();
@@ -1108,7 +1112,13 @@ fn a_batch_sets_aside_the_host_memory_of_proofs_whose_scalars_stay_on_the_host()
     let circuits: Vec<_> = (0..4)
         .map(|seed| FilecoinLike::new(10, seed).unwrap())
         .collect();
-    let witness = system.witness_assignment(circuits[0].clone()).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let witness = system
+        .witness_assignment(circuits[0].clone(), &pool)
+        .unwrap();
     let prover = Prover::with_engine(&params, engine.clone()).unwrap();
     assert_eq!(prover.workers(), 1);
     let rows = system.rows();

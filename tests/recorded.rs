@@ -141,23 +141,27 @@ fn witness_in_parts_equals_the_whole_witness() {
     let matrices = RecordedSystem::record(FilecoinLike::blank(11).unwrap()).unwrap();
     let circuit = FilecoinLike::new(11, 7).unwrap();
     let full = synthesize(circuit.clone()).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
     for parts in [1, 2, 3, 5, 16, 40] {
         let values = matrices
-            .witness_in_parts(circuit.clone().in_parts(parts))
+            .witness_in_parts(circuit.clone().in_parts(parts), &pool)
             .unwrap_or_else(|e| panic!("{parts} parts: {e}"));
         assert!(matrices.products(values) == full, "{parts} parts");
     }
     // A part left out.
     let mut short = circuit.clone().in_parts(4);
     short.parts.remove(2);
-    match matrices.witness_in_parts(short) {
+    match matrices.witness_in_parts(short, &pool) {
         Err(Error::CircuitStructure(why)) => assert!(why.contains("recorded"), "{why}"),
         other => panic!("a missing part was not refused: {}", other.is_ok()),
     }
     // Parts of a circuit of another size: counts differ.
     let other = FilecoinLike::new(10, 7).unwrap().in_parts(4);
     assert!(matches!(
-        matrices.witness_in_parts(other),
+        matrices.witness_in_parts(other, &pool),
         Err(Error::CircuitStructure(_))
     ));
     // The same counts in another order: a part's prefix is not the circuit's prefix.
@@ -167,7 +171,7 @@ fn witness_in_parts_equals_the_whole_witness() {
         parts: vec![late_inputs(1, false)],
     };
     assert!(matches!(
-        matrices.witness_in_parts(reordered),
+        matrices.witness_in_parts(reordered, &pool),
         Err(Error::CircuitStructure(_))
     ));
 }
@@ -225,25 +229,30 @@ fn device_products_equal_the_cpu_products() {
         return;
     };
     let bits: Vec<bool> = (0..300).map(|i| i % 3 != 0).collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let pool = &pool;
     let cases: Vec<(&str, Arc<RecordedSystem>, _)> = vec![
         (
             "late inputs",
             Arc::new(RecordedSystem::record(late_inputs(0, false)).unwrap()),
-            Box::new(|m: &Arc<RecordedSystem>| m.witness_assignment(late_inputs(1, false)))
+            Box::new(|m: &Arc<RecordedSystem>| m.witness_assignment(late_inputs(1, false), pool))
                 as Box<dyn Fn(&Arc<RecordedSystem>) -> _>,
         ),
         (
             "bits",
             Arc::new(RecordedSystem::record(BitsHeavy::blank(300)).unwrap()),
             Box::new(move |m: &Arc<RecordedSystem>| {
-                m.witness_assignment(BitsHeavy::new(bits.clone()))
+                m.witness_assignment(BitsHeavy::new(bits.clone()), pool)
             }),
         ),
         (
             "FilecoinLike 2^8",
             Arc::new(RecordedSystem::record(FilecoinLike::blank(8).unwrap()).unwrap()),
             Box::new(|m: &Arc<RecordedSystem>| {
-                m.witness_assignment(FilecoinLike::new(8, 4).unwrap())
+                m.witness_assignment(FilecoinLike::new(8, 4).unwrap(), pool)
             }),
         ),
     ];
@@ -405,7 +414,13 @@ fn a_row_at_llvmpipes_loop_cap_equals_the_cpu_products() {
         // The loop's exit, then one trip an entry and a multiplication's each.
         let most = (MAX_LOOP_TRIPS as usize - 1) / (1 + Scalar::mul_loop_trips(wide) as usize);
         let matrices = Arc::new(RecordedSystem::record(LongRow::blank(most)).unwrap());
-        let assignment = matrices.witness_assignment(LongRow::new(1, most)).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let assignment = matrices
+            .witness_assignment(LongRow::new(1, most), &pool)
+            .unwrap();
         let what = format!("a row of {most} entries, {wide}");
         assert_device_products(gpu, &kernels, &matrices, &assignment, None, &what);
 

@@ -298,8 +298,11 @@ fn synthesis_times(commit: &SealCommit) -> Result<String, C2Error> {
     impl PartitionWitnesses for InParts<'_> {
         type Output = (ProvingAssignment, Duration);
         fn run<W: WitnessRun>(self, mut circuits: Vec<W>) -> Result<Self::Output, Error> {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .build()
+                .map_err(|e| wgpu_groth16::Error::Internal(format!("no witness threads: {e}")))?;
             let t = Instant::now();
-            let witness = circuits.remove(0).witness_of(self.0)?;
+            let witness = circuits.remove(0).witness_of(self.0, &pool)?;
             Ok((self.0.products(witness), t.elapsed()))
         }
     }

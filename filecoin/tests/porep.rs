@@ -156,7 +156,10 @@ fn the_2kib_partition_from_its_recorded_system_equals_full_synthesis() {
             self,
             mut circuits: Vec<W>,
         ) -> wgpu_groth16_filecoin::Result<ProvingAssignment> {
-            Ok(self.0.products(circuits.remove(0).witness_of(self.0)?))
+            let pool = rayon::ThreadPoolBuilder::new().build().unwrap();
+            Ok(self
+                .0
+                .products(circuits.remove(0).witness_of(self.0, &pool)?))
         }
     }
     for parts in [1, 2, 3] {

@@ -324,12 +324,14 @@ impl RecordedSystem {
 
     /// `circuit`'s witness as a proving assignment whose a, b, c are left to the proof
     /// (`deferred_products`): its engine computes them where it runs, on a GPU with the
-    /// matrices resident beside the bases. Refused as [`witness`](Self::witness) refuses.
+    /// matrices resident beside the bases; its work on `pool`'s threads. Refused as
+    /// [`witness`](Self::witness) refuses.
     pub fn witness_assignment<W: WitnessRun>(
         self: &Arc<Self>,
         circuit: W,
+        pool: &rayon::ThreadPool,
     ) -> Result<ProvingAssignment> {
-        let WitnessValues { inputs, aux } = circuit.witness_of(self)?;
+        let WitnessValues { inputs, aux } = circuit.witness_of(self, pool)?;
         let [a_aux_density, b_input_density, b_aux_density] = self.densities();
         Ok(ProvingAssignment {
             input_assignment: inputs,

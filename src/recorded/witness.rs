@@ -4,7 +4,7 @@
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
-use rayon::prelude::*;
+use std::sync::mpsc;
 
 use super::trace::{ALLOC, ENFORCE, INPUT};
 use super::{RecordedSystem, Trace};
@@ -20,41 +20,73 @@ impl RecordedSystem {
         self.checked(run.inputs, run.aux, run.constraints, run.trace)
     }
 
-    /// [`witness`](Self::witness) of a circuit in parts, the parts on the current rayon
-    /// pool's threads. Refused unless the parts together allocate and constrain as the
+    /// [`witness`](Self::witness) of a circuit in parts, each part a task of `pool` that runs
+    /// to its end. This thread waits for them without taking other work of the pool, and
+    /// appends each part's values to the whole as soon as it and the parts before it are
+    /// done: a witness waited for from inside the pool could take up another circuit's whole
+    /// witness while it waited, and be held up by it (one 32 GiB partition took 23-29 s beside
+    /// others' 4.3 s). Refused unless the parts together allocate and constrain as the
     /// recorded circuit did.
     pub fn witness_in_parts<C: Circuit<Scalar> + Send>(
         &self,
         circuit: CircuitParts<C>,
+        pool: &rayon::ThreadPool,
     ) -> Result<WitnessValues> {
         let CircuitParts { prefix, parts } = circuit;
         let prefix = Witness::run(prefix, (0, 0), 0, (0, 0))?;
         let shared = (prefix.input_count, prefix.aux_count);
         let (prefix_steps, prefix_constraints) = (prefix.steps(), prefix.constraints);
         let prefix_state = Some((prefix.trace, shared));
-        let runs = parts
-            .into_par_iter()
-            .map(|part| Witness::run(part, shared, prefix_steps, (0, 0)))
-            .collect::<Result<Vec<_>>>()?;
         let (mut inputs, mut aux) = (prefix.inputs, prefix.aux);
         inputs.reserve_exact(self.inputs.saturating_sub(inputs.len()));
         aux.reserve_exact(self.aux.saturating_sub(aux.len()));
-        let (prefix_trace, mut constraints) = (prefix.trace, prefix_constraints);
-        let mut trace = prefix_trace;
-        for run in runs {
-            if run.at_prefix != prefix_state {
-                return Err(Error::CircuitStructure(
-                    "a part of the circuit does not begin with its prefix's allocations and \
-                     constraints"
-                        .into(),
-                ));
+        let prefix_trace = prefix.trace;
+        let (mut trace, mut constraints) = (prefix_trace, prefix_constraints);
+        let count = parts.len();
+        let mut first_error = None;
+        pool.in_place_scope(|scope| {
+            let (done, arrivals) = mpsc::channel();
+            for (k, part) in parts.into_iter().enumerate() {
+                let done = done.clone();
+                scope.spawn(move |_| {
+                    // The receiver outlives the scope.
+                    let _ = done.send((k, Witness::run(part, shared, prefix_steps, (0, 0))));
+                });
             }
-            let steps = run.steps() - prefix_steps;
-            trace = trace.then(run.trace.after(prefix_trace, steps), steps);
-            constraints += run.constraints - prefix_constraints;
-            inputs.extend(run.inputs);
-            // In place on the pool's threads: at 2^27 a part's values are gigabytes.
-            aux.par_extend(run.aux.into_par_iter());
+            // A part that panics sends nothing: the loop below then ends, and the scope
+            // passes its panic on.
+            drop(done);
+            // Parts done out of order wait here for the ones before them.
+            let mut waiting: Vec<Option<Witness>> = (0..count).map(|_| None).collect();
+            let mut next = 0;
+            for (k, run) in arrivals.iter().take(count) {
+                match run {
+                    Ok(run) if first_error.is_none() => waiting[k] = Some(run),
+                    Ok(_) => {}
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+                while let Some(run) = waiting.get_mut(next).and_then(Option::take) {
+                    if run.at_prefix != prefix_state {
+                        first_error.get_or_insert(Error::CircuitStructure(
+                            "a part of the circuit does not begin with its prefix's \
+                             allocations and constraints"
+                                .into(),
+                        ));
+                        break;
+                    }
+                    let steps = run.steps() - prefix_steps;
+                    trace = trace.then(run.trace.after(prefix_trace, steps), steps);
+                    constraints += run.constraints - prefix_constraints;
+                    inputs.extend(run.inputs);
+                    aux.extend_from_slice(&run.aux);
+                    next += 1;
+                }
+            }
+        });
+        if let Some(e) = first_error {
+            return Err(e);
         }
         self.checked(inputs, aux, constraints, trace)
     }
@@ -112,7 +144,12 @@ pub struct CircuitParts<C> {
 /// How recorded matrices get a circuit's witness: a [`Circuit`] runs whole, a
 /// [`CircuitParts`] in parts.
 pub trait WitnessRun: Send {
-    fn witness_of(self, matrices: &RecordedSystem) -> Result<WitnessValues>;
+    /// The witness, checked against `matrices`, its work on `pool`'s threads.
+    fn witness_of(
+        self,
+        matrices: &RecordedSystem,
+        pool: &rayon::ThreadPool,
+    ) -> Result<WitnessValues>;
 
     /// Threads the run keeps busy: a batch synthesizes fewer circuits at once when each
     /// fills several, so that the next proof's circuit is ready first instead of all at once.
@@ -122,14 +159,22 @@ pub trait WitnessRun: Send {
 }
 
 impl<C: Circuit<Scalar> + Send> WitnessRun for C {
-    fn witness_of(self, matrices: &RecordedSystem) -> Result<WitnessValues> {
-        matrices.witness(self)
+    fn witness_of(
+        self,
+        matrices: &RecordedSystem,
+        pool: &rayon::ThreadPool,
+    ) -> Result<WitnessValues> {
+        pool.install(|| matrices.witness(self))
     }
 }
 
 impl<C: Circuit<Scalar> + Send> WitnessRun for CircuitParts<C> {
-    fn witness_of(self, matrices: &RecordedSystem) -> Result<WitnessValues> {
-        matrices.witness_in_parts(self)
+    fn witness_of(
+        self,
+        matrices: &RecordedSystem,
+        pool: &rayon::ThreadPool,
+    ) -> Result<WitnessValues> {
+        matrices.witness_in_parts(self, pool)
     }
 
     fn parallelism(&self) -> usize {

@@ -76,6 +76,10 @@ impl ConstraintSystem<Scalar> for CircuitOnly {
 }
 
 pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
+    // The parts' own threads, as a batch runs them.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .build()
+        .map_err(|e| wgpu_groth16::Error::Internal(format!("no witness threads: {e}")))?;
     println!(
         "FilecoinLike circuit, one thread (the products and the witness in parts: {} threads), best of {runs}",
         rayon::current_num_threads()
@@ -125,8 +129,10 @@ pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
             products = products.min(t.elapsed());
             equal &= recorded == full;
             let t = Instant::now();
-            let values = matrices
-                .witness_in_parts(circuit.clone().in_parts(rayon::current_num_threads()))?;
+            let values = matrices.witness_in_parts(
+                circuit.clone().in_parts(rayon::current_num_threads()),
+                &pool,
+            )?;
             in_parts = in_parts.min(t.elapsed());
             equal &= matrices.products(values) == full;
         }

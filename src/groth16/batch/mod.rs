@@ -181,7 +181,8 @@ pub fn prove_batch_recorded_across<W: WitnessRun>(
 /// What a batch synthesizes into a proving assignment: a circuit run in full, or its witness
 /// against a recorded constraint system.
 trait Synthesis: Send {
-    fn run(self) -> Result<ProvingAssignment>;
+    /// The assignment, its work on `pool`'s threads while this one waits.
+    fn run(self, pool: &rayon::ThreadPool) -> Result<ProvingAssignment>;
 
     /// Threads one run keeps busy (see [`WitnessRun::parallelism`]).
     fn parallelism(&self) -> usize {
@@ -192,8 +193,8 @@ trait Synthesis: Send {
 struct Full<C>(C);
 
 impl<C: Circuit<Scalar> + Send> Synthesis for Full<C> {
-    fn run(self) -> Result<ProvingAssignment> {
-        synthesize(self.0)
+    fn run(self, pool: &rayon::ThreadPool) -> Result<ProvingAssignment> {
+        pool.install(|| synthesize(self.0))
     }
 }
 
@@ -204,8 +205,8 @@ struct WitnessOnly<W> {
 }
 
 impl<W: WitnessRun> Synthesis for WitnessOnly<W> {
-    fn run(self) -> Result<ProvingAssignment> {
-        self.system.witness_assignment(self.circuit)
+    fn run(self, pool: &rayon::ThreadPool) -> Result<ProvingAssignment> {
+        self.system.witness_assignment(self.circuit, pool)
     }
 
     fn parallelism(&self) -> usize {

@@ -175,7 +175,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
         let count = self.circuits.len();
         let mut loops = count.min(self.concurrent);
         if let Some(budget) = self.budget {
-            let Some((bytes, proofs)) = self.synthesize_next(&sender) else {
+            let Some((bytes, proofs)) = self.synthesize_next(&sender, "synthesis 0") else {
                 return;
             };
             let proofs = self.provers[0].host_budget_for_proofs(proofs);
@@ -195,13 +195,15 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             self.slots.set_limit(limit);
             loops = limit.min(self.concurrent).min(count - 1);
         }
-        // Threads outside the pool wait for slots, so that the pool's threads all stay free
-        // for synthesis's own parallel work.
-        for _ in 0..loops {
+        // Threads outside the pool wait for slots and for their circuit's work on the pool,
+        // so that the pool's threads all stay free for that work, and none waits inside it
+        // (where it would take up other circuits' work, see `RecordedSystem::witness_in_parts`).
+        for k in 0..loops {
             let sender = sender.clone();
             scope.spawn(move || {
+                let lane = format!("synthesis {}", k + usize::from(self.budget.is_some()));
                 while !self.cancelled.load(Ordering::Relaxed) {
-                    if self.synthesize_next(&sender).is_none() {
+                    if self.synthesize_next(&sender, &lane).is_none() {
                         break;
                     }
                 }
@@ -213,7 +215,11 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
     /// its assignment and the host bytes the batch's proofs in flight hold beside theirs
     /// (every worker's, [`crate::groth16::Prover::host_bytes_a_proof`]), or `None` when no
     /// circuit was left or its synthesis failed.
-    fn synthesize_next(&self, sender: &mpsc::Sender<SynthesisOutcome>) -> Option<(u64, u64)> {
+    fn synthesize_next(
+        &self,
+        sender: &mpsc::Sender<SynthesisOutcome>,
+        lane: &str,
+    ) -> Option<(u64, u64)> {
         if let Err(cancelled) = self.token.check() {
             self.fail(cancelled);
             return None;
@@ -224,36 +230,32 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         let first = &self.provers[0];
-        let result = self.synthesis_pool.install(|| {
-            let lane = format!(
-                "synthesis thread {}",
-                rayon::current_thread_index().unwrap_or(0)
-            );
-            let t = Instant::now();
-            let result = match circuit {
-                Some(circuit) => first.span(&lane, &format!("synthesize {i}"), || circuit.run()),
-                None => Err(Error::Internal(format!("circuit {i} taken twice"))),
-            };
-            match result {
-                Ok(assignment) => {
-                    first.tell(BatchProgress::Synthesized {
-                        circuit: i,
-                        took: t.elapsed(),
-                    });
-                    let synthesized = Synthesized {
-                        assignment,
-                        _slot: slot,
-                    };
-                    Ok((synthesized, t.elapsed()))
-                }
-                Err(e) => {
-                    // The batch fails at this circuit: later ones are of no use.
-                    self.slots.stop();
-                    drop(slot);
-                    Err(e)
-                }
+        let t = Instant::now();
+        let result = match circuit {
+            Some(circuit) => first.span(lane, &format!("synthesize {i}"), || {
+                circuit.run(&self.synthesis_pool)
+            }),
+            None => Err(Error::Internal(format!("circuit {i} taken twice"))),
+        };
+        let result = match result {
+            Ok(assignment) => {
+                first.tell(BatchProgress::Synthesized {
+                    circuit: i,
+                    took: t.elapsed(),
+                });
+                let synthesized = Synthesized {
+                    assignment,
+                    _slot: slot,
+                };
+                Ok((synthesized, t.elapsed()))
             }
-        });
+            Err(e) => {
+                // The batch fails at this circuit: later ones are of no use.
+                self.slots.stop();
+                drop(slot);
+                Err(e)
+            }
+        };
         let bytes = result.as_ref().ok().map(|(s, _)| {
             let proofs = self
                 .provers
