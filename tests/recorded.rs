@@ -13,7 +13,7 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use wgpu_groth16::groth16::batch::{prove_batch_recorded_across, prove_batch_recorded_loading};
+use wgpu_groth16::groth16::batch::prove_batch_recorded_across;
 use wgpu_groth16::groth16::circuits::{BitsHeavy, FilecoinLike, ManyInputs, Sha256Preimage};
 use wgpu_groth16::groth16::synthesis::synthesize;
 use wgpu_groth16::groth16::{CancelToken, Prover, ProverEngine, Step};
@@ -206,42 +206,15 @@ fn recorded_proofs_equal_bellperson_on_every_engine() {
             prover.device_matrices(&matrices).is_some(),
             engine.usable_gpu().is_some()
         );
-        // The witnesses run while the system loads, and are checked against it after.
-        let never = CancelToken::new();
-        let provers = std::slice::from_ref(&prover);
-        let slow_load = || {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            Ok(matrices.clone())
-        };
-        let (loading, _) =
-            prove_batch_recorded_loading(provers, circuits.clone(), slow_load, &rs, &ss, &never)
-                .unwrap();
-        for ((ours, loaded), theirs) in proofs.iter().zip(&loading).zip(&expected) {
-            let expected = common::proof_bytes(theirs);
-            assert_eq!(common::proof_bytes(ours), expected, "{}", engine.describe());
+        for (ours, theirs) in proofs.iter().zip(&expected) {
             assert_eq!(
-                common::proof_bytes(loaded),
-                expected,
+                common::proof_bytes(ours),
+                common::proof_bytes(theirs),
                 "{}",
                 engine.describe()
             );
         }
     }
-    // A system that cannot be had fails the batch with the loader's error.
-    let prover = Prover::with_engine(&params, Arc::new(ProverEngine::cpu())).unwrap();
-    let failed = prove_batch_recorded_loading(
-        std::slice::from_ref(&prover),
-        circuits,
-        || Err(Error::InvalidInput("no such system".into())),
-        &rs,
-        &ss,
-        &CancelToken::new(),
-    );
-    assert!(
-        matches!(&failed, Err(Error::InvalidInput(why)) if why == "no such system"),
-        "{:?}",
-        failed.err()
-    );
 }
 
 /// The sparse-product and gather kernels against the CPU products and query selection, in

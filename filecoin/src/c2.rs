@@ -222,36 +222,32 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     }
 
     let t = Instant::now();
+    // The recorded constraint system first, so that its line comes before the partitions'.
     let recorded = RecordedCache::by_default();
-    let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
-    let sectors = vec![commit.clone(); args.sectors as usize];
-    let randomness: Vec<_> = sectors.iter().map(|_| (draw(), draw())).collect();
-    let (recorded_ready, proved) = std::thread::scope(|scope| {
-        // The recorded constraint system read (or recorded) beside the proofs, whose
-        // witnesses run meanwhile: the first to ask reads it, the other waits for it. Its
-        // matrices' size goes to the plan.
-        let loading = scope.spawn(|| {
-            let cache = recorded?;
-            match commit.recorded_system(cache, &prover, Some(plan)) {
+    let recorded_ready =
+        recorded.and_then(
+            |cache| match commit.recorded_system(cache, &prover, Some(plan)) {
                 Ok((_, _, path)) => {
                     eprintln!("c2: {path}");
                     Some(path)
                 }
                 // Proving tries again, and falls back to full synthesis with a warning.
                 Err(_) => None,
-            }
-        });
-        let proved = prove_back_to_back(
-            &sectors,
-            &randomness,
-            &prover,
-            recorded,
-            args.in_flight as usize,
-            &CancelToken::new(),
+            },
         );
-        (loading.join().ok().flatten(), proved)
-    });
-    let proved = proved.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let draw = || -> Vec<Scalar> { (0..partitions).map(|_| Scalar::random(OsRng)).collect() };
+    let sectors = vec![commit.clone(); args.sectors as usize];
+    let randomness: Vec<_> = sectors.iter().map(|_| (draw(), draw())).collect();
+    let proved = prove_back_to_back(
+        &sectors,
+        &randomness,
+        &prover,
+        recorded,
+        args.in_flight as usize,
+        &CancelToken::new(),
+    )
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
     if proved.len() > 1 {
         let finished: Vec<f64> = proved.iter().map(|p| seconds(p.finished)).collect();
         let total = finished.iter().cloned().fold(0.0, f64::max);

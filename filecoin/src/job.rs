@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use storage_proofs_core::compound_proof::{CircuitComponent, CompoundProof};
 use storage_proofs_core::parameter_cache::ParameterSetMetadata;
 use storage_proofs_core::proof::ProofScheme;
-use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_loading};
+use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_across};
 use wgpu_groth16::groth16::{CancelToken, ProveReport, Prover};
 use wgpu_groth16::recorded::{Origin, RecordedKey, RecordedSystem, WitnessRun};
 use wgpu_groth16::sparse::MatrixBytes;
@@ -43,9 +43,8 @@ pub trait PartitionWitnesses {
     fn run<W: WitnessRun>(self, circuits: Vec<W>) -> Result<Self::Output>;
 }
 
-/// A SNARK of the Filecoin stack to prove: PoRep C2, a SnapDeals update, a PoSt. Shared
-/// between threads: its recorded system loads on one while its witnesses run on others.
-pub trait ProofJob: Sync {
+/// A SNARK of the Filecoin stack to prove: PoRep C2, a SnapDeals update, a PoSt.
+pub trait ProofJob {
     /// Partitions: one circuit, and one proof, each.
     fn partitions(&self) -> usize;
 
@@ -178,24 +177,21 @@ pub trait ProofJob: Sync {
         ss: &[Scalar],
         cancel: &CancelToken,
     ) -> Result<(Vec<Proof<Bls12>>, SynthesisPath, ProveReport)> {
-        struct ProveRecorded<'a, L> {
+        struct ProveRecorded<'a> {
             prover: &'a Prover,
-            load: L,
+            system: &'a Arc<RecordedSystem>,
             rs: &'a [Scalar],
             ss: &'a [Scalar],
             cancel: &'a CancelToken,
         }
-        impl<L> PartitionWitnesses for ProveRecorded<'_, L>
-        where
-            L: FnOnce() -> wgpu_groth16::Result<Arc<RecordedSystem>> + Send,
-        {
+        impl PartitionWitnesses for ProveRecorded<'_> {
             type Output = (Vec<Proof<Bls12>>, ProveReport);
             fn run<W: WitnessRun>(self, circuits: Vec<W>) -> Result<Self::Output> {
                 let provers = std::slice::from_ref(self.prover);
-                Ok(prove_batch_recorded_loading(
+                Ok(prove_batch_recorded_across(
                     provers,
                     circuits,
-                    self.load,
+                    self.system,
                     self.rs,
                     self.ss,
                     self.cancel,
@@ -234,28 +230,13 @@ pub trait ProofJob: Sync {
             Error::Prover(e) => files.params_error(e),
             other => other,
         };
-        let why = match recorded {
+        let why = match recorded.map(|cache| (cache, self.recorded_system(cache, prover, None))) {
             None => "requested".to_string(),
-            Some(cache) => {
-                // The system loads while the witnesses run (the batch checks them against it
-                // once it is here): its key and origin once had, or why not.
-                let had = Mutex::new(None);
-                let load = || match self.recorded_system(cache, prover, None) {
-                    Ok((key, system, path)) => {
-                        *had.lock().unwrap_or_else(|e| e.into_inner()) = Some(Ok((key, path)));
-                        Ok(system)
-                    }
-                    Err(e) => {
-                        let why = e.to_string();
-                        *had.lock().unwrap_or_else(|e| e.into_inner()) = Some(Err(e));
-                        Err(wgpu_groth16::Error::Internal(format!(
-                            "no recorded constraint system: {why}"
-                        )))
-                    }
-                };
+            Some((_, Err(e))) => format!("no recorded constraint system ({e})"),
+            Some((cache, Ok((key, system, path)))) => {
                 let recorded = ProveRecorded {
                     prover,
-                    load,
+                    system: &system,
                     rs,
                     ss,
                     cancel,
@@ -263,26 +244,13 @@ pub trait ProofJob: Sync {
                 // A partition's witness in a part a challenge: the finest split (a part
                 // repeats only the public values), which the batch fills its threads from,
                 // a second partition's parts beside the first's.
-                let proved = self.with_witness_circuits(usize::MAX, recorded);
-                let had = had.into_inner().unwrap_or_else(|e| e.into_inner());
-                match (proved, had) {
-                    (Ok((proofs, report)), Some(Ok((_, path)))) => {
-                        return Ok((proofs, path, report))
-                    }
-                    (_, Some(Err(e))) => format!("no recorded constraint system ({e})"),
-                    (
-                        Err(Error::Prover(wgpu_groth16::Error::CircuitStructure(why))),
-                        Some(Ok((key, _))),
-                    ) => {
+                match self.with_witness_circuits(usize::MAX, recorded) {
+                    Ok((proofs, report)) => return Ok((proofs, path, report)),
+                    Err(Error::Prover(wgpu_groth16::Error::CircuitStructure(why))) => {
                         cache.refuse(&key, &why);
                         format!("the circuits differ from their recorded constraint system ({why})")
                     }
-                    (Err(e), _) => return Err(params_error(e)),
-                    (Ok(_), None) => {
-                        return Err(Error::Prover(wgpu_groth16::Error::Internal(
-                            "proofs from a recorded system that never loaded".into(),
-                        )))
-                    }
+                    Err(e) => return Err(params_error(e)),
                 }
             }
         };
@@ -339,7 +307,7 @@ pub struct JobProved {
 /// witnesses are computed, as in a storage provider's queue of C2s. `randomness[k]` is job
 /// k's r and s per partition. Each job's result, in order (once `cancel` is cancelled, the
 /// jobs not finished end with [`wgpu_groth16::Error::Cancelled`]).
-pub fn prove_back_to_back<J: ProofJob>(
+pub fn prove_back_to_back<J: ProofJob + Sync>(
     jobs: &[J],
     randomness: &[(Vec<Scalar>, Vec<Scalar>)],
     prover: &Prover,

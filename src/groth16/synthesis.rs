@@ -331,15 +331,9 @@ impl RecordedSystem {
         circuit: W,
         pool: &rayon::ThreadPool,
     ) -> Result<ProvingAssignment> {
-        Ok(self.assignment_of(circuit.witness_of(self, pool)?))
-    }
-
-    /// A witness checked against this system as a proving assignment whose a, b, c are left
-    /// to the proof ([`witness_assignment`](Self::witness_assignment)).
-    pub(crate) fn assignment_of(self: &Arc<Self>, witness: WitnessValues) -> ProvingAssignment {
-        let WitnessValues { inputs, aux } = witness;
+        let WitnessValues { inputs, aux } = circuit.witness_of(self, pool)?;
         let [a_aux_density, b_input_density, b_aux_density] = self.densities();
-        ProvingAssignment {
+        Ok(ProvingAssignment {
             input_assignment: inputs,
             aux_assignment: aux,
             a_aux_density: a_aux_density.clone(),
@@ -347,7 +341,7 @@ impl RecordedSystem {
             b_aux_density: b_aux_density.clone(),
             deferred_products: Some(self.clone()),
             ..Default::default()
-        }
+        })
     }
 }
 

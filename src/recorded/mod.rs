@@ -33,7 +33,7 @@ use blstrs::Scalar;
 
 pub use density::Density;
 pub use store::{default_recorded_dir, Origin, RecordedKey};
-pub use witness::{CircuitParts, UncheckedWitness, WitnessRun, WitnessSizes, WitnessValues};
+pub use witness::{CircuitParts, WitnessRun, WitnessValues};
 
 use matrix::Matrix;
 use trace::Trace;

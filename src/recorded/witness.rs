@@ -14,28 +14,92 @@ impl RecordedSystem {
     /// Runs only `circuit`'s witness computation: its `alloc` closures, no linear
     /// combination. Refused unless it allocates and constrains as the recorded circuit did.
     pub fn witness<C: Circuit<Scalar>>(&self, circuit: C) -> Result<WitnessValues> {
-        self.check(unchecked_whole(circuit, self.sizes())?)
+        // Sized once: growing a 2 GiB vector by doubling copies it and faults in its pages
+        // again at each step.
+        let run = Witness::run(circuit, (0, 0), 0, (self.inputs, self.aux))?;
+        self.checked(run.inputs, run.aux, run.constraints, run.trace)
     }
 
     /// [`witness`](Self::witness) of a circuit in parts, each part a task of `pool` that runs
-    /// to its end ([`CircuitParts`]). Refused unless the parts together allocate and
-    /// constrain as the recorded circuit did.
+    /// to its end. This thread waits for them without taking other work of the pool, and
+    /// appends each part's values to the whole as soon as it and the parts before it are
+    /// done: a witness waited for from inside the pool could take up another circuit's whole
+    /// witness while it waited, and be held up by it (one 32 GiB partition took 23-29 s beside
+    /// others' 4.3 s). Refused unless the parts together allocate and constrain as the
+    /// recorded circuit did.
     pub fn witness_in_parts<C: Circuit<Scalar> + Send>(
         &self,
         circuit: CircuitParts<C>,
         pool: &rayon::ThreadPool,
     ) -> Result<WitnessValues> {
-        self.check(unchecked_in_parts(circuit, pool, self.sizes())?)
+        let CircuitParts { prefix, parts } = circuit;
+        let prefix = Witness::run(prefix, (0, 0), 0, (0, 0))?;
+        let shared = (prefix.input_count, prefix.aux_count);
+        let (prefix_steps, prefix_constraints) = (prefix.steps(), prefix.constraints);
+        let prefix_state = Some((prefix.trace, shared));
+        let (mut inputs, mut aux) = (prefix.inputs, prefix.aux);
+        inputs.reserve_exact(self.inputs.saturating_sub(inputs.len()));
+        aux.reserve_exact(self.aux.saturating_sub(aux.len()));
+        let prefix_trace = prefix.trace;
+        let (mut trace, mut constraints) = (prefix_trace, prefix_constraints);
+        let count = parts.len();
+        let mut first_error = None;
+        pool.in_place_scope(|scope| {
+            let (done, arrivals) = mpsc::channel();
+            for (k, part) in parts.into_iter().enumerate() {
+                let done = done.clone();
+                scope.spawn(move |_| {
+                    // The receiver outlives the scope.
+                    let _ = done.send((k, Witness::run(part, shared, prefix_steps, (0, 0))));
+                });
+            }
+            // A part that panics sends nothing: the loop below then ends, and the scope
+            // passes its panic on.
+            drop(done);
+            // Parts done out of order wait here for the ones before them.
+            let mut waiting: Vec<Option<Witness>> = (0..count).map(|_| None).collect();
+            let mut next = 0;
+            for (k, run) in arrivals.iter().take(count) {
+                match run {
+                    Ok(run) if first_error.is_none() => waiting[k] = Some(run),
+                    Ok(_) => {}
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+                while let Some(run) = waiting.get_mut(next).and_then(Option::take) {
+                    if run.at_prefix != prefix_state {
+                        first_error.get_or_insert(Error::CircuitStructure(
+                            "a part of the circuit does not begin with its prefix's \
+                             allocations and constraints"
+                                .into(),
+                        ));
+                        break;
+                    }
+                    let steps = run.steps() - prefix_steps;
+                    trace = trace.then(run.trace.after(prefix_trace, steps), steps);
+                    constraints += run.constraints - prefix_constraints;
+                    inputs.extend(run.inputs);
+                    aux.extend_from_slice(&run.aux);
+                    next += 1;
+                }
+            }
+        });
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        self.checked(inputs, aux, constraints, trace)
     }
 
-    /// The witness values, if the run's counts and trace are the recorded circuit's.
-    pub fn check(&self, witness: UncheckedWitness) -> Result<WitnessValues> {
-        let UncheckedWitness {
-            inputs,
-            aux,
-            constraints,
-            mut trace,
-        } = witness;
+    /// The witness values, if they and the run's constraints and trace are the recorded
+    /// circuit's.
+    fn checked(
+        &self,
+        inputs: Vec<Scalar>,
+        aux: Vec<Scalar>,
+        constraints: usize,
+        mut trace: Trace,
+    ) -> Result<WitnessValues> {
         // The `input * 0 = 0` constraints of every input, as recorded.
         for _ in 0..inputs.len() {
             trace.step(ENFORCE);
@@ -60,119 +124,6 @@ impl RecordedSystem {
         }
         Ok(WitnessValues { inputs, aux })
     }
-
-    /// The inputs and aux a witness of the circuit has.
-    pub fn sizes(&self) -> WitnessSizes {
-        WitnessSizes {
-            inputs: self.inputs,
-            aux: self.aux,
-        }
-    }
-}
-
-/// How many inputs and aux a witness is expected to have: its vectors are sized for them
-/// once (growing a 2 GiB vector by doubling copies it and faults in its pages again at each
-/// step). All zero where not known yet.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WitnessSizes {
-    pub inputs: usize,
-    pub aux: usize,
-}
-
-/// A witness run not yet checked against a recorded system ([`RecordedSystem::check`]): it
-/// may run before the system is read.
-pub struct UncheckedWitness {
-    inputs: Vec<Scalar>,
-    aux: Vec<Scalar>,
-    constraints: usize,
-    trace: Trace,
-}
-
-fn unchecked_whole<C: Circuit<Scalar>>(
-    circuit: C,
-    sizes: WitnessSizes,
-) -> Result<UncheckedWitness> {
-    let run = Witness::run(circuit, (0, 0), 0, (sizes.inputs, sizes.aux))?;
-    Ok(UncheckedWitness {
-        inputs: run.inputs,
-        aux: run.aux,
-        constraints: run.constraints,
-        trace: run.trace,
-    })
-}
-
-/// The parts of `circuit`, each a task of `pool` that runs to its end. This thread waits for
-/// them without taking other work of the pool, and appends each part's values to the whole
-/// as soon as it and the parts before it are done: a witness waited for from inside the pool
-/// could take up another circuit's whole witness while it waited, and be held up by it (a
-/// 32 GiB partition took 23-29 s where the others took 4.2-6.5 s).
-fn unchecked_in_parts<C: Circuit<Scalar> + Send>(
-    circuit: CircuitParts<C>,
-    pool: &rayon::ThreadPool,
-    sizes: WitnessSizes,
-) -> Result<UncheckedWitness> {
-    let CircuitParts { prefix, parts } = circuit;
-    let prefix = Witness::run(prefix, (0, 0), 0, (0, 0))?;
-    let shared = (prefix.input_count, prefix.aux_count);
-    let (prefix_steps, prefix_constraints) = (prefix.steps(), prefix.constraints);
-    let prefix_state = Some((prefix.trace, shared));
-    let (mut inputs, mut aux) = (prefix.inputs, prefix.aux);
-    inputs.reserve_exact(sizes.inputs.saturating_sub(inputs.len()));
-    aux.reserve_exact(sizes.aux.saturating_sub(aux.len()));
-    let prefix_trace = prefix.trace;
-    let (mut trace, mut constraints) = (prefix_trace, prefix_constraints);
-    let count = parts.len();
-    let mut first_error = None;
-    pool.in_place_scope(|scope| {
-        let (done, arrivals) = mpsc::channel();
-        for (k, part) in parts.into_iter().enumerate() {
-            let done = done.clone();
-            scope.spawn(move |_| {
-                // The receiver outlives the scope.
-                let _ = done.send((k, Witness::run(part, shared, prefix_steps, (0, 0))));
-            });
-        }
-        // A part that panics sends nothing: the loop below then ends, and the scope
-        // passes its panic on.
-        drop(done);
-        // Parts done out of order wait here for the ones before them.
-        let mut waiting: Vec<Option<Witness>> = (0..count).map(|_| None).collect();
-        let mut next = 0;
-        for (k, run) in arrivals.iter().take(count) {
-            match run {
-                Ok(run) if first_error.is_none() => waiting[k] = Some(run),
-                Ok(_) => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-            while let Some(run) = waiting.get_mut(next).and_then(Option::take) {
-                if run.at_prefix != prefix_state {
-                    first_error.get_or_insert(Error::CircuitStructure(
-                        "a part of the circuit does not begin with its prefix's \
-                         allocations and constraints"
-                            .into(),
-                    ));
-                    break;
-                }
-                let steps = run.steps() - prefix_steps;
-                trace = trace.then(run.trace.after(prefix_trace, steps), steps);
-                constraints += run.constraints - prefix_constraints;
-                inputs.extend(run.inputs);
-                aux.extend_from_slice(&run.aux);
-                next += 1;
-            }
-        }
-    });
-    if let Some(e) = first_error {
-        return Err(e);
-    }
-    Ok(UncheckedWitness {
-        inputs,
-        aux,
-        constraints,
-        trace,
-    })
 }
 
 /// A witness checked against a recorded system ([`RecordedSystem::witness`]).
@@ -192,23 +143,13 @@ pub struct CircuitParts<C> {
 
 /// How recorded matrices get a circuit's witness: a [`Circuit`] runs whole, a
 /// [`CircuitParts`] in parts.
-pub trait WitnessRun: Send + Sized {
-    /// The witness, not yet checked, its work on `pool`'s threads (this thread waits), its
-    /// vectors sized for `sizes`.
-    fn unchecked_witness(
-        self,
-        pool: &rayon::ThreadPool,
-        sizes: WitnessSizes,
-    ) -> Result<UncheckedWitness>;
-
+pub trait WitnessRun: Send {
     /// The witness, checked against `matrices`, its work on `pool`'s threads.
     fn witness_of(
         self,
         matrices: &RecordedSystem,
         pool: &rayon::ThreadPool,
-    ) -> Result<WitnessValues> {
-        matrices.check(self.unchecked_witness(pool, matrices.sizes())?)
-    }
+    ) -> Result<WitnessValues>;
 
     /// Threads the run keeps busy: a batch synthesizes fewer circuits at once when each
     /// fills several, so that the next proof's circuit is ready first instead of all at once.
@@ -218,22 +159,22 @@ pub trait WitnessRun: Send + Sized {
 }
 
 impl<C: Circuit<Scalar> + Send> WitnessRun for C {
-    fn unchecked_witness(
+    fn witness_of(
         self,
+        matrices: &RecordedSystem,
         pool: &rayon::ThreadPool,
-        sizes: WitnessSizes,
-    ) -> Result<UncheckedWitness> {
-        pool.install(|| unchecked_whole(self, sizes))
+    ) -> Result<WitnessValues> {
+        pool.install(|| matrices.witness(self))
     }
 }
 
 impl<C: Circuit<Scalar> + Send> WitnessRun for CircuitParts<C> {
-    fn unchecked_witness(
+    fn witness_of(
         self,
+        matrices: &RecordedSystem,
         pool: &rayon::ThreadPool,
-        sizes: WitnessSizes,
-    ) -> Result<UncheckedWitness> {
-        unchecked_in_parts(self, pool, sizes)
+    ) -> Result<WitnessValues> {
+        matrices.witness_in_parts(self, pool)
     }
 
     fn parallelism(&self) -> usize {

@@ -18,7 +18,7 @@
 mod queue;
 mod run;
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use bellperson::groth16::Proof;
 use bellperson::Circuit;
@@ -32,8 +32,8 @@ use super::params::ProvingParameters;
 use super::prover::Prover;
 use super::report::ProveReport;
 use super::synthesis::{synthesize, ProvingAssignment};
-use crate::error::{Error, Result};
-use crate::recorded::{RecordedSystem, WitnessRun, WitnessSizes};
+use crate::error::Result;
+use crate::recorded::{RecordedSystem, WitnessRun};
 use run::BatchRun;
 
 impl Prover {
@@ -168,44 +168,6 @@ pub fn prove_batch_recorded_across<W: WitnessRun>(
     ss: &[Scalar],
     cancel: &CancelToken,
 ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
-    let system = Arc::new(SystemSlot::holding(Some(system.clone())));
-    prove_recorded(provers, circuits, system, None, rs, ss, cancel)
-}
-
-/// [`prove_batch_recorded_across`] with the recorded system still to be had from `load`
-/// (read from its file, or recorded), on a thread of its own: the witnesses run while it
-/// loads and are checked against it once it is here (a 32 GiB PoRep system takes ~13 s to
-/// read, the first partition's witness ~4 s). Where `load` fails, the batch fails with its
-/// error.
-pub fn prove_batch_recorded_loading<W: WitnessRun>(
-    provers: &[Prover],
-    circuits: Vec<W>,
-    load: impl FnOnce() -> Result<Arc<RecordedSystem>> + Send,
-    rs: &[Scalar],
-    ss: &[Scalar],
-    cancel: &CancelToken,
-) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
-    let system = Arc::new(SystemSlot::holding(None));
-    prove_recorded(
-        provers,
-        circuits,
-        system,
-        Some(Box::new(load)),
-        rs,
-        ss,
-        cancel,
-    )
-}
-
-fn prove_recorded<W: WitnessRun>(
-    provers: &[Prover],
-    circuits: Vec<W>,
-    system: Arc<SystemSlot>,
-    load: Option<Loader<'_>>,
-    rs: &[Scalar],
-    ss: &[Scalar],
-    cancel: &CancelToken,
-) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
     let sources = circuits
         .into_iter()
         .map(|circuit| WitnessOnly {
@@ -213,64 +175,7 @@ fn prove_recorded<W: WitnessRun>(
             system: system.clone(),
         })
         .collect();
-    BatchRun::new(provers, sources, rs, ss, cancel)?.run(Some(Recorded { system, load }))
-}
-
-/// What loads a batch's recorded system.
-type Loader<'a> = Box<dyn FnOnce() -> Result<Arc<RecordedSystem>> + Send + 'a>;
-
-/// A batch's recorded system, and what loads it where it is not had yet.
-struct Recorded<'a> {
-    system: Arc<SystemSlot>,
-    load: Option<Loader<'a>>,
-}
-
-/// A batch's recorded system, which may still be loading while its witnesses run.
-struct SystemSlot {
-    /// `None` while loading; then the system, or `None` where it could not be had.
-    state: Mutex<Option<Option<Arc<RecordedSystem>>>>,
-    changed: Condvar,
-}
-
-impl SystemSlot {
-    /// A slot with `system` in it; an empty one (still loading) for `None`.
-    fn holding(system: Option<Arc<RecordedSystem>>) -> Self {
-        SystemSlot {
-            state: Mutex::new(system.map(Some)),
-            changed: Condvar::new(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Option<Arc<RecordedSystem>>>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The system if it is here.
-    fn ready(&self) -> Option<Arc<RecordedSystem>> {
-        self.lock().clone().flatten()
-    }
-
-    /// Puts the loaded system, or `None` where it could not be had, and wakes the waiters.
-    fn fill(&self, system: Option<Arc<RecordedSystem>>) {
-        *self.lock() = Some(system);
-        self.changed.notify_all();
-    }
-
-    /// The system, once loaded.
-    fn wait(&self) -> Result<Arc<RecordedSystem>> {
-        let mut state = self.lock();
-        loop {
-            match &*state {
-                Some(Some(system)) => return Ok(system.clone()),
-                Some(None) => {
-                    return Err(Error::Internal(
-                        "the batch's recorded constraint system could not be had".into(),
-                    ))
-                }
-                None => state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner()),
-            }
-        }
-    }
+    BatchRun::new(provers, sources, rs, ss, cancel)?.run(Some(system))
 }
 
 /// What a batch synthesizes into a proving assignment: a circuit run in full, or its witness
@@ -296,18 +201,12 @@ impl<C: Circuit<Scalar> + Send> Synthesis for Full<C> {
 /// The witness alone: the proof computes a, b, c where its engine runs.
 struct WitnessOnly<W> {
     circuit: W,
-    system: Arc<SystemSlot>,
+    system: Arc<RecordedSystem>,
 }
 
 impl<W: WitnessRun> Synthesis for WitnessOnly<W> {
     fn run(self, pool: &rayon::ThreadPool) -> Result<ProvingAssignment> {
-        let sizes = self
-            .system
-            .ready()
-            .map_or_else(WitnessSizes::default, |system| system.sizes());
-        let witness = self.circuit.unchecked_witness(pool, sizes)?;
-        let system = self.system.wait()?;
-        Ok(system.assignment_of(system.check(witness)?))
+        self.system.witness_assignment(self.circuit, pool)
     }
 
     fn parallelism(&self) -> usize {

@@ -15,13 +15,13 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
 
 use super::queue::{Queue, Slots, Synthesized};
-use super::{Recorded, Synthesis, SystemSlot};
+use super::Synthesis;
 use crate::error::{Error, Result};
 use crate::groth16::cancel::CancelToken;
 use crate::groth16::prover::{BatchProgress, Prover};
 use crate::groth16::report::{ProveReport, Step};
 use crate::groth16::ProvingParameters;
-use crate::recorded::Shape;
+use crate::recorded::{RecordedSystem, Shape};
 
 /// What synthesis sends the hand-over: circuit i, synthesized in the time given, or its error.
 type SynthesisOutcome = (usize, Result<(Synthesized, Duration)>);
@@ -130,31 +130,16 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
     }
 
     /// Every step at once, on threads of this scope, until the last proof or the first
-    /// error. A `recorded` system still to be loaded loads on a thread of its own beside
-    /// them.
+    /// error.
     pub(super) fn run(
         self,
-        recorded: Option<Recorded<'_>>,
+        system: Option<&Arc<RecordedSystem>>,
     ) -> Result<(Vec<Proof<Bls12>>, ProveReport)> {
         let (sender, receiver) = mpsc::channel();
-        let (system, load) = match recorded {
-            Some(Recorded { system, load }) => (Some(system), load),
-            None => (None, None),
-        };
         std::thread::scope(|scope| {
             let batch = &self;
-            if let (Some(system), Some(load)) = (&system, load) {
-                scope.spawn(move || match load() {
-                    Ok(loaded) => system.fill(Some(loaded)),
-                    Err(e) => {
-                        // Its error first: the waiters' own come after it.
-                        batch.fail(e);
-                        system.fill(None);
-                    }
-                });
-            }
             scope.spawn(move || batch.synthesize_all(scope, sender));
-            if let Err(e) = self.prepare_devices(system.as_deref()) {
+            if let Err(e) = self.prepare_devices(system) {
                 self.fail(e);
                 return;
             }
@@ -212,7 +197,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
         }
         // Threads outside the pool wait for slots and for their circuit's work on the pool,
         // so that the pool's threads all stay free for that work, and none waits inside it
-        // (where it would take up other circuits' work, see `unchecked_in_parts` in `recorded`).
+        // (where it would take up other circuits' work, see `RecordedSystem::witness_in_parts`).
         for k in 0..loops {
             let sender = sender.clone();
             scope.spawn(move || {
@@ -289,9 +274,9 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
     }
 
     /// Waits for parameters still loading (while the circuits synthesize), checks that every
-    /// prover holds the same, and puts recorded matrices on each device (once loaded) before
-    /// its workers start: they take VRAM that proofs' buffers then do not get.
-    fn prepare_devices(&self, system: Option<&SystemSlot>) -> Result<()> {
+    /// prover holds the same, and puts recorded matrices on each device before its workers
+    /// start: they take VRAM that proofs' buffers then do not get.
+    fn prepare_devices(&self, system: Option<&Arc<RecordedSystem>>) -> Result<()> {
         let p0 = self.provers[0].params()?;
         let lengths =
             |p: &ProvingParameters| [p.h.len(), p.l.len(), p.a.len(), p.b_g1.len(), p.b_g2.len()];
@@ -304,9 +289,8 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             }
         }
         if let Some(system) = system {
-            let system = system.wait()?;
             for prover in self.provers {
-                prover.device_matrices(&system);
+                prover.device_matrices(system);
             }
         }
         Ok(())
