@@ -15,6 +15,26 @@ pub struct Span {
     pub end: Duration,
 }
 
+/// Where some spans of a timeline fall: from the first one's start to the last end, and the
+/// time at least one of them ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coverage {
+    pub first: Duration,
+    pub last: Duration,
+    pub covered: Duration,
+}
+
+impl Coverage {
+    pub fn span(&self) -> Duration {
+        self.last - self.first
+    }
+
+    /// The share of the span covered, 0 to 1.
+    pub fn share(&self) -> f64 {
+        self.covered.as_secs_f64() / self.span().as_secs_f64().max(1e-9)
+    }
+}
+
 /// Spans recorded from any thread.
 #[derive(Debug)]
 pub struct Timeline {
@@ -63,6 +83,26 @@ impl Timeline {
         let mut spans = self.spans.lock().unwrap_or_else(|e| e.into_inner()).clone();
         spans.sort_by_key(|s| s.start);
         spans
+    }
+
+    /// Where the spans `keep` selects fall, `None` where it selects none.
+    pub fn coverage(&self, keep: impl Fn(&Span) -> bool) -> Option<Coverage> {
+        let spans = self.spans();
+        let mut kept = spans.iter().filter(|s| keep(s));
+        let first = kept.next()?;
+        let mut coverage = Coverage {
+            first: first.start,
+            last: first.end,
+            covered: first.end - first.start,
+        };
+        // By start: each span covers what it reaches past those before it.
+        for span in kept {
+            if span.end > coverage.last {
+                coverage.covered += span.end - span.start.max(coverage.last);
+                coverage.last = span.end;
+            }
+        }
+        Some(coverage)
     }
 
     /// The Chrome trace event format (`chrome://tracing`, ui.perfetto.dev): one complete
@@ -143,5 +183,27 @@ mod tests {
         assert!(json.contains(r#""name": "cpu \"0\"""#), "{json}");
         assert_eq!(json.matches("\"ph\": \"X\"").count(), 2);
         assert_eq!(json.matches("\"ph\": \"M\"").count(), 2);
+    }
+
+    #[test]
+    fn coverage_counts_overlaps_once_and_gaps_not_at_all() {
+        let timeline = Timeline::new();
+        let ms = Duration::from_millis;
+        let mut spans = timeline.spans.lock().unwrap();
+        for (lane, start, end) in [("a", 10, 20), ("b", 15, 30), ("a", 40, 50), ("c", 0, 100)] {
+            spans.push(Span {
+                lane: lane.into(),
+                name: "step".into(),
+                start: ms(start),
+                end: ms(end),
+            });
+        }
+        drop(spans);
+        let coverage = timeline.coverage(|s| s.lane != "c").unwrap();
+        assert_eq!((coverage.first, coverage.last), (ms(10), ms(50)));
+        assert_eq!(coverage.covered, ms(30));
+        assert_eq!(coverage.span(), ms(40));
+        assert!((coverage.share() - 0.75).abs() < 1e-9);
+        assert_eq!(timeline.coverage(|s| s.lane == "d"), None);
     }
 }

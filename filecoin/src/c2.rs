@@ -11,9 +11,10 @@ use blstrs::Scalar;
 use ff::Field;
 use rand_core::OsRng;
 use serde_json::json;
+use wgpu_groth16::groth16::report::{gpu_steps, syntheses};
 use wgpu_groth16::groth16::{BatchProgress, CancelToken, Checked, ProvingParameters};
 use wgpu_groth16::recorded::Origin;
-use wgpu_groth16::timeline::Timeline;
+use wgpu_groth16::timeline::{Coverage, Timeline};
 use wgpu_groth16_cli::output::{stage, Output, OutputPlan};
 use wgpu_groth16_cli::{memory, software_adapter_note, CliError, DeviceArgs};
 use wgpu_groth16_cli::{open_engine, VramArgs};
@@ -205,7 +206,8 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     // places bases: matrices on the device keep the products and gathers there.
     let (plan, matrices) = std::sync::mpsc::channel();
     let (prover, ready) = files_needed.prover_for(engine.clone(), matrices)?;
-    let timeline = args.trace.as_ref().map(|_| Arc::new(Timeline::new()));
+    // Kept whether or not it is written: it says where the proving's time went.
+    let timeline = Arc::new(Timeline::new());
     let mut prover = prover.with_progress(Arc::new(move |event| {
         let (what, circuit, took) = match event {
             BatchProgress::Synthesized { circuit, took } => ("synthesized", circuit, took),
@@ -217,9 +219,7 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
             took.as_secs_f64()
         );
     }));
-    if let Some(timeline) = &timeline {
-        prover = prover.with_timeline(timeline.clone());
-    }
+    prover = prover.with_timeline(timeline.clone());
 
     let t = Instant::now();
     // The recorded constraint system first, so that its line comes before the partitions'.
@@ -295,7 +295,7 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
     if let Some(slot) = proof_file {
         files.write(slot, |w| w.write_all(&bytes))?;
     }
-    if let (Some(slot), Some(timeline)) = (trace_file, &timeline) {
+    if let Some(slot) = trace_file {
         files.write(slot, |w| timeline.write_chrome_trace(w))?;
     }
     files.commit()?;
@@ -336,6 +336,32 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
                 true => "verify_seal not run".into(),
             },
             total.as_secs_f64()
+        ),
+    );
+    let (witnesses, gpu) = (
+        syntheses(&timeline),
+        gpu_steps(&timeline, 0, Duration::ZERO),
+    );
+    let from_to = |c: &Coverage| format!("{:.2}-{:.2} s", seconds(c.first), seconds(c.last));
+    out.fact(
+        "timeline",
+        json!({
+            "witnesses": witnesses.map(|c| [seconds(c.first), seconds(c.last)]),
+            "gpu_steps": gpu.map(|c| json!({
+                "from": seconds(c.first),
+                "to": seconds(c.last),
+                "busy": seconds(c.covered),
+            })),
+        }),
+        format!(
+            "from the prover's start: witnesses {}; GPU steps (the H step and the MSMs) {}",
+            witnesses.as_ref().map_or("-".into(), from_to),
+            gpu.map_or("-".into(), |c| format!(
+                "{}, busy {:.2} s ({:.0}%)",
+                from_to(&c),
+                seconds(c.covered),
+                c.share() * 100.0
+            )),
         ),
     );
     let proof_line = match &args.out {

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::timeline::{Coverage, Timeline};
+
 /// A step of a proof.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Step {
@@ -80,6 +82,43 @@ impl Step {
     }
 }
 
+/// The timeline lane of worker `worker` of device `device`: its proofs' steps.
+pub fn worker_lane(device: usize, worker: usize) -> String {
+    format!("device {device} worker {worker}")
+}
+
+/// What a circuit's synthesis span is named in a timeline, before the circuit's index.
+const SYNTHESIZE: &str = "synthesize ";
+
+/// The timeline span of circuit `circuit`'s synthesis.
+pub fn synthesis_span(circuit: usize) -> String {
+    format!("{SYNTHESIZE}{circuit}")
+}
+
+/// Device `device`'s GPU steps in `timeline` from `from` on: the H step and the MSMs. A step's
+/// span includes its uploads and read-backs, so the device can idle inside one too: what
+/// they leave uncovered bounds the device's idle time from below, it does not measure the GPU.
+pub fn gpu_steps(timeline: &Timeline, device: usize, from: Duration) -> Option<Coverage> {
+    let lane = format!("device {device} worker ");
+    let steps = [
+        Step::HStep,
+        Step::MsmH,
+        Step::MsmL,
+        Step::MsmA,
+        Step::MsmBG1,
+        Step::MsmBG2,
+    ]
+    .map(Step::label);
+    timeline.coverage(|s| {
+        s.start >= from && s.lane.starts_with(&lane) && steps.contains(&s.name.as_str())
+    })
+}
+
+/// The circuits' syntheses in `timeline`: from the first one's start to the last one's end.
+pub fn syntheses(timeline: &Timeline) -> Option<Coverage> {
+    timeline.coverage(|s| s.name.starts_with(SYNTHESIZE))
+}
+
 /// Wall time of each step of a batch, summed over its proofs.
 #[derive(Clone, Debug, Default)]
 pub struct ProveReport {
@@ -120,5 +159,35 @@ impl ProveReport {
     /// Synthesis and everything after it.
     pub fn total(&self) -> Duration {
         Step::sequence().map(|s| self.time(s)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_steps_are_one_devices_h_step_and_msms_and_syntheses_every_circuits() {
+        let timeline = Timeline::new();
+        let nap = || std::thread::sleep(Duration::from_millis(2));
+        timeline.record("synthesis 0", &synthesis_span(0), nap);
+        let lane = worker_lane(0, 0);
+        timeline.record(&lane, Step::Staging.label(), nap);
+        timeline.record(&lane, Step::HStep.label(), nap);
+        timeline.record(&lane, Step::MsmBG2.label(), nap);
+        timeline.record(&lane, Step::Assembly.label(), nap);
+        timeline.record(&worker_lane(1, 0), Step::MsmH.label(), nap);
+        timeline.record("synthesis 1", &synthesis_span(1), nap);
+        let spans = timeline.spans();
+        let gpu = gpu_steps(&timeline, 0, Duration::ZERO).unwrap();
+        assert_eq!((gpu.first, gpu.last), (spans[2].start, spans[3].end));
+        assert!(gpu.covered >= Duration::from_millis(4) && gpu.covered <= gpu.span());
+        assert!(gpu_steps(&timeline, 0, spans[3].end).is_none());
+        assert!(gpu_steps(&timeline, 2, Duration::ZERO).is_none());
+        let syntheses = syntheses(&timeline).unwrap();
+        assert_eq!(
+            (syntheses.first, syntheses.last),
+            (spans[0].start, spans[6].end)
+        );
     }
 }

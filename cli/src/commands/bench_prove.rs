@@ -14,10 +14,11 @@ use wgpu_groth16::gpu::memory::device_memory;
 use wgpu_groth16::gpu::AdapterSelector;
 use wgpu_groth16::groth16::batch::{prove_batch_across, prove_batch_recorded_across};
 use wgpu_groth16::groth16::circuits::{AuxMix, FilecoinLike};
+use wgpu_groth16::groth16::report::gpu_steps;
 use wgpu_groth16::groth16::{CancelToken, Step};
 use wgpu_groth16::groth16::{ProveReport, Prover, ProvingParameters};
 use wgpu_groth16::recorded::RecordedSystem;
-use wgpu_groth16::timeline::Timeline;
+use wgpu_groth16::timeline::{Coverage, Timeline};
 use wgpu_groth16::Result;
 
 use super::bench::{ms, table_header};
@@ -209,7 +210,9 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
                 let t = Instant::now();
                 let (proofs, report) = prove(circuits.clone(), &rs, &ss)?;
                 let total = t.elapsed();
-                let coverage = gpu_steps(&timeline, from, provers.len());
+                let coverage = (0..provers.len())
+                    .map(|device| gpu_steps(&timeline, device, from))
+                    .collect();
                 let uploaded = (uploaded() - uploaded_before) / batch.max(1) as u64;
                 let check = options.check
                     && batch == 1
@@ -307,8 +310,8 @@ fn step_column(step: Step) -> &'static str {
 /// What one batch measured beside its report.
 struct BatchFigures {
     total: Duration,
-    /// Per device: the GPU steps' span and the share of it covered.
-    coverage: Vec<(Duration, f64)>,
+    /// Per device: its GPU steps ([`gpu_steps`]).
+    coverage: Vec<Option<Coverage>>,
     /// Bytes uploaded to the devices, a proof.
     uploaded: u64,
     /// bellperson's time and whether its proof was ours, where checked.
@@ -331,7 +334,15 @@ fn print_row(report: &ProveReport, path: &str, layout: &str, figures: BatchFigur
     });
     let coverage = coverage
         .iter()
-        .map(|(span, covered)| format!("{:.2} s, {:.1}%", span.as_secs_f64(), covered * 100.0))
+        .map(|steps| {
+            steps.map_or("-".into(), |steps| {
+                format!(
+                    "{:.2} s, {:.1}%",
+                    steps.span().as_secs_f64(),
+                    steps.share() * 100.0
+                )
+            })
+        })
         .collect::<Vec<_>>()
         .join(" / ");
     println!(
@@ -350,40 +361,4 @@ fn print_row(report: &ProveReport, path: &str, layout: &str, figures: BatchFigur
         },
         peak_rss_mib().map_or("-".into(), |m| format!("{m} MiB")),
     );
-}
-
-/// Per device, the time from its first GPU step to its last (after `from`), and the share of
-/// it in which at least one of its workers was inside a GPU step (the H step or an MSM): the
-/// complement is time the device surely had nothing of ours to do. A step's span includes its
-/// uploads and read-backs, so the device can idle inside one too; this bounds idleness from
-/// below, it does not measure the GPU itself.
-fn gpu_steps(timeline: &Timeline, from: Duration, devices: usize) -> Vec<(Duration, f64)> {
-    let spans = timeline.spans();
-    (0..devices)
-        .map(|device| {
-            let lane = format!("device {device} ");
-            let mut steps: Vec<(Duration, Duration)> = spans
-                .iter()
-                .filter(|s| s.start >= from && s.lane.starts_with(&lane))
-                .filter(|s| s.name == "H step" || s.name.starts_with("MSM "))
-                .map(|s| (s.start, s.end))
-                .collect();
-            steps.sort();
-            let (Some(first), Some(last)) =
-                (steps.first().map(|s| s.0), steps.iter().map(|s| s.1).max())
-            else {
-                return (Duration::ZERO, 0.0);
-            };
-            let mut covered = Duration::ZERO;
-            let mut reach = first;
-            for (start, end) in steps {
-                if end > reach {
-                    covered += end - start.max(reach);
-                    reach = end;
-                }
-            }
-            let span = last - first;
-            (span, covered.as_secs_f64() / span.as_secs_f64().max(1e-9))
-        })
-        .collect()
 }

@@ -19,7 +19,7 @@ use super::Synthesis;
 use crate::error::{Error, Result};
 use crate::groth16::cancel::CancelToken;
 use crate::groth16::prover::{BatchProgress, Prover};
-use crate::groth16::report::{ProveReport, Step};
+use crate::groth16::report::{synthesis_span, worker_lane, ProveReport, Step};
 use crate::groth16::ProvingParameters;
 use crate::recorded::{RecordedSystem, Shape};
 
@@ -145,7 +145,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             }
             for (device, prover) in self.provers.iter().enumerate() {
                 for worker in 0..prover.workers() {
-                    let lane = format!("device {device} worker {worker}");
+                    let lane = worker_lane(device, worker);
                     scope.spawn(move || batch.prove_queued(prover, &lane));
                 }
             }
@@ -232,7 +232,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
         let first = &self.provers[0];
         let t = Instant::now();
         let result = match circuit {
-            Some(circuit) => first.span(lane, &format!("synthesize {i}"), || {
+            Some(circuit) => first.span(lane, &synthesis_span(i), || {
                 circuit.run(&self.synthesis_pool)
             }),
             None => Err(Error::Internal(format!("circuit {i} taken twice"))),
