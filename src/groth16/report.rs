@@ -74,6 +74,14 @@ impl Step {
         }
     }
 
+    /// The H step and the MSMs: what a proof computes on its engine's device.
+    pub fn is_gpu_step(self) -> bool {
+        matches!(
+            self,
+            Step::HStep | Step::MsmH | Step::MsmL | Step::MsmA | Step::MsmBG1 | Step::MsmBG2
+        )
+    }
+
     fn index(self) -> usize {
         Step::ALL
             .iter()
@@ -100,18 +108,12 @@ pub fn synthesis_span(circuit: usize) -> String {
 /// they leave uncovered bounds the device's idle time from below, it does not measure the GPU.
 pub fn gpu_steps(timeline: &Timeline, device: usize, from: Duration) -> Option<Coverage> {
     let lane = format!("device {device} worker ");
-    let steps = [
-        Step::HStep,
-        Step::MsmH,
-        Step::MsmL,
-        Step::MsmA,
-        Step::MsmBG1,
-        Step::MsmBG2,
-    ]
-    .map(Step::label);
-    timeline.coverage(|s| {
-        s.start >= from && s.lane.starts_with(&lane) && steps.contains(&s.name.as_str())
-    })
+    let on_gpu = |name: &str| {
+        Step::ALL
+            .into_iter()
+            .any(|step| step.is_gpu_step() && step.label() == name)
+    };
+    timeline.coverage(|s| s.start >= from && s.lane.starts_with(&lane) && on_gpu(&s.name))
 }
 
 /// The circuits' syntheses in `timeline`: from the first one's start to the last one's end.
