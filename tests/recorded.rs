@@ -151,6 +151,15 @@ fn witness_in_parts_equals_the_whole_witness() {
             .unwrap_or_else(|e| panic!("{parts} parts: {e}"));
         assert!(matrices.products(values) == full, "{parts} parts");
     }
+    // Waited for from inside its own pool, whose one thread the parts would need.
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        one.install(|| matrices.witness_in_parts(circuit.clone().in_parts(2), &one)),
+        Err(Error::InvalidInput(_))
+    ));
     // A part left out.
     let mut short = circuit.clone().in_parts(4);
     short.parts.remove(2);

@@ -23,15 +23,24 @@ impl RecordedSystem {
     /// [`witness`](Self::witness) of a circuit in parts, each part a task of `pool` that runs
     /// to its end. This thread waits for them without taking other work of the pool, and
     /// appends each part's values to the whole as soon as it and the parts before it are
-    /// done: a witness waited for from inside the pool could take up another circuit's whole
-    /// witness while it waited, and be held up by it (one 32 GiB partition took 23-29 s beside
-    /// others' 4.3 s). Refused unless the parts together allocate and constrain as the
-    /// recorded circuit did.
+    /// done: a witness waited for from inside the pool took up other work of the pool while
+    /// it waited, another circuit's whole witness among it, and was held up by it (a 32 GiB
+    /// partition took 23-29 s where the others took 4.2-6.5 s). Refused when this thread is
+    /// one of `pool`'s, and unless the parts together allocate and constrain as the recorded
+    /// circuit did.
     pub fn witness_in_parts<C: Circuit<Scalar> + Send>(
         &self,
         circuit: CircuitParts<C>,
         pool: &rayon::ThreadPool,
     ) -> Result<WitnessValues> {
+        if pool.current_thread_index().is_some() {
+            // It would block a thread the parts may need: with one, forever.
+            return Err(Error::InvalidInput(
+                "a witness in parts waits for its parts: run it from outside the pool they \
+                 run on"
+                    .into(),
+            ));
+        }
         let CircuitParts { prefix, parts } = circuit;
         let prefix = Witness::run(prefix, (0, 0), 0, (0, 0))?;
         let shared = (prefix.input_count, prefix.aux_count);
