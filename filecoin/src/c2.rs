@@ -342,23 +342,20 @@ pub fn run(device: &DeviceArgs, args: &C2Args, json: bool) -> Result<(), C2Error
         syntheses(&timeline),
         gpu_steps(&timeline, 0, Duration::ZERO),
     );
-    let from_to = |c: &Coverage| format!("{:.2}-{:.2} s", seconds(c.first), seconds(c.last));
+    let from_to = |c: Coverage| format!("{:.2}-{:.2} s", seconds(c.first), seconds(c.last));
+    let coverage_json = |c: Coverage| json!({ "from": seconds(c.first), "to": seconds(c.last), "busy": seconds(c.covered) });
     out.fact(
         "timeline",
         json!({
-            "witnesses": witnesses.map(|c| [seconds(c.first), seconds(c.last)]),
-            "gpu_steps": gpu.map(|c| json!({
-                "from": seconds(c.first),
-                "to": seconds(c.last),
-                "busy": seconds(c.covered),
-            })),
+            "witnesses": witnesses.map(coverage_json),
+            "gpu_steps": gpu.map(coverage_json),
         }),
         format!(
             "from the prover's start: witnesses {}; GPU steps (the H step and the MSMs) {}",
-            witnesses.as_ref().map_or("-".into(), from_to),
+            witnesses.map_or("-".into(), from_to),
             gpu.map_or("-".into(), |c| format!(
                 "{}, busy {:.2} s ({:.0}%)",
-                from_to(&c),
+                from_to(c),
                 seconds(c.covered),
                 c.share() * 100.0
             )),

@@ -90,9 +90,14 @@ impl Step {
     }
 }
 
+/// What the timeline lanes of device `device`'s workers begin with.
+fn device_lanes(device: usize) -> String {
+    format!("device {device} worker ")
+}
+
 /// The timeline lane of worker `worker` of device `device`: its proofs' steps.
 pub fn worker_lane(device: usize, worker: usize) -> String {
-    format!("device {device} worker {worker}")
+    format!("{}{worker}", device_lanes(device))
 }
 
 /// What a circuit's synthesis span is named in a timeline, before the circuit's index.
@@ -107,7 +112,7 @@ pub fn synthesis_span(circuit: usize) -> String {
 /// span includes its uploads and read-backs, so the device can idle inside one too: what
 /// they leave uncovered bounds the device's idle time from below, it does not measure the GPU.
 pub fn gpu_steps(timeline: &Timeline, device: usize, from: Duration) -> Option<Coverage> {
-    let lane = format!("device {device} worker ");
+    let lane = device_lanes(device);
     let on_gpu = |name: &str| {
         Step::ALL
             .into_iter()

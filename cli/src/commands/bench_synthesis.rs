@@ -82,7 +82,7 @@ pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
         .map_err(|e| wgpu_groth16::Error::Internal(format!("no witness threads: {e}")))?;
     println!(
         "FilecoinLike circuit, one thread (the products and the witness in parts: {} threads), best of {runs}",
-        rayon::current_num_threads()
+        pool.current_num_threads()
     );
     println!(
         "{}",
@@ -129,10 +129,8 @@ pub fn synthesis(log_ns: &[u32], runs: u32) -> Result<ExitCode> {
             products = products.min(t.elapsed());
             equal &= recorded == full;
             let t = Instant::now();
-            let values = matrices.witness_in_parts(
-                circuit.clone().in_parts(rayon::current_num_threads()),
-                &pool,
-            )?;
+            let values = matrices
+                .witness_in_parts(circuit.clone().in_parts(pool.current_num_threads()), &pool)?;
             in_parts = in_parts.min(t.elapsed());
             equal &= matrices.products(values) == full;
         }
