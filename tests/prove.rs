@@ -16,7 +16,6 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use wgpu_groth16::gpu::waits::{self as wait_stages, Stage};
 use wgpu_groth16::gpu::GpuContext;
 use wgpu_groth16::groth16::batch::prove_batch_across;
 use wgpu_groth16::groth16::batch::prove_batch_recorded_across;
@@ -914,36 +913,6 @@ fn a_batch_over_workers_and_devices_equals_bellperson() {
         .map(|s| s.lane)
         .collect();
     assert!(lanes.iter().all(|l| l.starts_with("device ")), "{lanes:?}");
-}
-
-/// The staging stage never blocks on the GPU: every wait in a three-worker batch is recorded
-/// with the stage its thread was in, and none is in staging. (The compute stage's own waits
-/// show the recording works.)
-#[test]
-fn no_wait_happens_in_the_staging_stage() {
-    let Some(engine) = engines().into_iter().find(|e| e.device().is_some()) else {
-        return;
-    };
-    let params = params_for(FilecoinLike::blank(9).unwrap(), 19);
-    let prover = Prover::with_engine(&params, engine)
-        .unwrap()
-        .with_workers(3);
-    let circuits: Vec<_> = (0..6)
-        .map(|seed| FilecoinLike::new(9, seed).unwrap())
-        .collect();
-    let rs: Vec<Scalar> = (0..6).map(|i| Scalar::random(rng(120 + i))).collect();
-    wait_stages::start_recording();
-    let (proofs, _) = prover.prove_batch_report(circuits, &rs, &rs).unwrap();
-    assert_eq!(proofs.len(), 6);
-    let stages = wait_stages::take_recorded();
-    assert!(
-        stages.contains(&Some(Stage::Compute)),
-        "no wait recorded in the compute stage: {stages:?}"
-    );
-    assert!(
-        !stages.contains(&Some(Stage::Staging)),
-        "a wait in the staging stage: {stages:?}"
-    );
 }
 
 #[test]

@@ -186,7 +186,7 @@ pub trait Engine: Sync {
 }
 
 /// Inside a stage of a proof: the stage's lock, if the engine has one, and this thread's mark
-/// for the wait layer (tests/prove.rs checks that no wait happens while staging).
+/// for the wait layer (tests/staging_waits.rs checks that no wait happens while staging).
 pub struct StageGuard<'a> {
     _lock: Option<MutexGuard<'a, ()>>,
     _mark: StageMark,
