@@ -537,6 +537,33 @@ fn every_corrupted_point_gets_bellpersons_verdict_and_names_its_place() {
                     );
                 }
             }
+            // The read that checks a content once decodes points by their coordinates and
+            // puts them on the curve afterwards: the same verdict, with blst's reason.
+            let once = read_checked_once(&corrupt, &CheckRecords::none()).map(|(p, _)| p);
+            let checked = ProvingParameters::from_bytes(&corrupt, PointCheck::Checked);
+            match (once, checked) {
+                (Ok(once), Ok(_)) => {
+                    assert_equal(&once, &Parameters::read(&corrupt[..], true).unwrap())
+                }
+                (
+                    Err(Error::ParamsInvalidPoint {
+                        section: s,
+                        index: i,
+                        reason,
+                    }),
+                    Err(Error::ParamsInvalidPoint {
+                        reason: expected, ..
+                    }),
+                ) => {
+                    assert_eq!((s, i), (section, index), "mutation {m}");
+                    assert_eq!(reason, expected, "{section}[{index}] mutation {m}");
+                }
+                (once, checked) => panic!(
+                    "{section}[{index}] mutation {m}: checked once {:?}, checked {:?}",
+                    once.err(),
+                    checked.err()
+                ),
+            }
         }
     }
 }
@@ -718,7 +745,7 @@ fn checked_once_refuses_a_point_outside_the_subgroup_even_after_the_file_was_che
         let reason = assert_invalid_point(result, section, index);
         assert!(reason.contains("subgroup"), "{reason}");
     }
-    // Points off the curve are refused while decoding, before any digest is looked up.
+    // A point off the curve is another content too: checked, and refused with blst's reason.
     let mut off_curve = bytes.clone();
     off_curve[record_of("a", 0).end - 1] ^= 1;
     let reason = assert_invalid_point(

@@ -44,8 +44,8 @@ pub use records::{CheckRecords, Checked, PublishedDigests, PUBLISHED_DIGEST_BYTE
 
 use file::{ParamsFile, Sections, Source};
 use points::{
-    combine, decode_all, decode_hashed, hash_in_order, hash_section, write_section, FilePoint,
-    G1_SIZE, G2_SIZE,
+    combine, decode_all, decode_hashed, first_off_curve, hash_in_order, hash_section,
+    write_section, FilePoint, G1_SIZE, G2_SIZE,
 };
 
 use super::circuits::SizeBounds;
@@ -143,7 +143,8 @@ impl ProvingParameters {
     }
 
     /// Reads a `.params` file as [`PointCheck::Checked`] does, but pays for the subgroup
-    /// checks (most of a checked read's time) only once per content: the points are decoded unchecked and hashed
+    /// checks (most of a checked read's time) only once per content: the points are decoded
+    /// by their coordinates alone (not yet put on the curve) and hashed
     /// (BLAKE3 over a private copy of each run of bytes, the copy they are decoded from, so
     /// a file changing meanwhile cannot slip other points past the hash), and when
     /// `records` holds the digest, those exact points passed every check before. Otherwise
@@ -223,7 +224,7 @@ impl ProvingParameters {
                     if let Some(in_order) = in_order {
                         in_order.log(path, file.len(), false);
                     }
-                    params.check_subgroups(check)?;
+                    params.check_points(check)?;
                     Checked::Now
                 }
             };
@@ -243,9 +244,27 @@ impl ProvingParameters {
         Ok((params, how))
     }
 
-    /// Subgroup membership of every point of `h`, `l`, `a`, `b_g1` and `b_g2` (decoding
-    /// already put them on the curve), by `check`; the error names a bad point.
-    fn check_subgroups(&self, check: &dyn SubgroupCheck) -> Result<()> {
+    /// Every point of `h`, `l`, `a`, `b_g1` and `b_g2`, decoded by its coordinates alone: on
+    /// the curve as blst's deserializer requires (on the CPU), then in the subgroup by
+    /// `check`; the error names a bad point, with blst's reason.
+    fn check_points(&self, check: &dyn SubgroupCheck) -> Result<()> {
+        let off_curve = [
+            ("h", first_off_curve(&self.h)),
+            ("l", first_off_curve(&self.l)),
+            ("a", first_off_curve(&self.a)),
+            ("b_g1", first_off_curve(&self.b_g1)),
+            ("b_g2", first_off_curve(&self.b_g2)),
+        ];
+        if let Some((section, (index, reason))) = off_curve
+            .into_iter()
+            .find_map(|(section, first)| Some((section, first?)))
+        {
+            return Err(Error::ParamsInvalidPoint {
+                section,
+                index,
+                reason: reason.into(),
+            });
+        }
         let refused = |section: &'static str, index: usize| Error::ParamsInvalidPoint {
             section,
             index,

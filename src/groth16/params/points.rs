@@ -1,7 +1,8 @@
 //! Points as a `.params` file holds them: decoded by blst as bellperson decodes them, in
 //! parallel, checked or not, hashed as they go where a check record may vouch for them.
 
-use blstrs::{Fp, G1Affine, G2Affine};
+use blstrs::{Fp, Fp2, G1Affine, G2Affine};
+use ff::Field;
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
 use std::ops::Range;
@@ -19,6 +20,14 @@ pub(super) trait FilePoint: PrimeCurveAffine + Default + Send + Sync {
     const SIZE: usize;
     /// blst's deserializer, which is all that blstrs' `from_uncompressed_unchecked` runs.
     fn deserialize(bytes: &[u8]) -> Option<Self>;
+    /// The point whose coordinates `bytes` hold, each converted to Montgomery form, if no
+    /// flag bit is set and each coordinate is below the modulus; nothing else is checked
+    /// (about a third of `deserialize`'s time: its curve check is left to
+    /// [`off_curve`](Self::off_curve), for files no record vouches for).
+    fn from_coordinates(bytes: &[u8]) -> Option<Self>;
+    /// Why `deserialize` would refuse a point that [`from_coordinates`](Self::from_coordinates)
+    /// gave, if it would.
+    fn off_curve(&self) -> Option<&'static str>;
     /// What blstrs' `from_uncompressed` checks on top of `deserialize`.
     fn on_curve_in_subgroup(&self) -> bool;
     /// The point uncompressed, as bellperson writes it, into `out` of `SIZE` bytes.
@@ -31,6 +40,19 @@ impl FilePoint for G1Affine {
         Option::from(G1Affine::from_uncompressed_unchecked(
             bytes.try_into().ok()?,
         ))
+    }
+    fn from_coordinates(bytes: &[u8]) -> Option<Self> {
+        let [x, y] = coordinates(bytes)?;
+        Some(G1Affine::from_raw_unchecked(x, y, false))
+    }
+    fn off_curve(&self) -> Option<&'static str> {
+        if !bool::from(self.is_on_curve()) {
+            Some(NOT_ON_THE_CURVE)
+        } else if self.x().is_zero_vartime() {
+            Some(X_ZERO)
+        } else {
+            None
+        }
     }
     fn on_curve_in_subgroup(&self) -> bool {
         (self.is_on_curve() & self.is_torsion_free()).into()
@@ -47,12 +69,72 @@ impl FilePoint for G2Affine {
             bytes.try_into().ok()?,
         ))
     }
+    fn from_coordinates(bytes: &[u8]) -> Option<Self> {
+        // Each coordinate's c1 before its c0, as bellperson writes them.
+        let [x1, x0, y1, y0] = coordinates(bytes)?;
+        Some(G2Affine::from_raw_unchecked(
+            Fp2::new(x0, x1),
+            Fp2::new(y0, y1),
+            false,
+        ))
+    }
+    fn off_curve(&self) -> Option<&'static str> {
+        (!bool::from(self.is_on_curve())).then_some(NOT_ON_THE_CURVE)
+    }
     fn on_curve_in_subgroup(&self) -> bool {
         (self.is_on_curve() & self.is_torsion_free()).into()
     }
     fn serialize(&self, out: &mut [u8]) {
         out.copy_from_slice(&self.to_uncompressed());
     }
+}
+
+const NOT_ON_THE_CURVE: &str = "not on the curve";
+const X_ZERO: &str = "x = 0: blst refuses the points (0, ±2), which are not in G1";
+
+/// The field modulus p, in 64-bit limbs from the least significant.
+const MODULUS: [u64; 6] = [
+    0xb9fe_ffff_ffff_aaab,
+    0x1eab_fffe_b153_ffff,
+    0x6730_d2a0_f6b0_f624,
+    0x6477_4b84_f385_12bf,
+    0x4b1b_a7b6_434b_acd7,
+    0x1a01_11ea_397f_e69a,
+];
+
+/// R^2 mod p as an `Fp`'s limbs (the Montgomery form of R = 2^384 mod p): a Montgomery
+/// product with it takes a canonical value into Montgomery form.
+fn montgomery_r2() -> Fp {
+    static R2: std::sync::OnceLock<Fp> = std::sync::OnceLock::new();
+    *R2.get_or_init(|| Fp::from(2u64).pow_vartime([384]))
+}
+
+/// The big-endian coordinates of `bytes` (48 bytes each) in Montgomery form, if the first
+/// byte's three flag bits are clear and each is below the modulus.
+fn coordinates<const N: usize>(bytes: &[u8]) -> Option<[Fp; N]> {
+    if bytes.len() != N * 48 || bytes[0] & 0xe0 != 0 {
+        return None;
+    }
+    let r2 = montgomery_r2();
+    let mut out = [Fp::ZERO; N];
+    for (fp, be) in out.iter_mut().zip(bytes.chunks_exact(48)) {
+        let mut limbs = [0u64; 6];
+        for (limb, word) in limbs.iter_mut().rev().zip(be.chunks_exact(8)) {
+            *limb = u64::from_be_bytes(word.try_into().ok()?);
+        }
+        // Below p: compared from the most significant limb.
+        let below = limbs
+            .iter()
+            .rev()
+            .zip(MODULUS.iter().rev())
+            .find(|(limb, p)| limb != p)
+            .is_some_and(|(limb, p)| limb < p);
+        if !below {
+            return None;
+        }
+        *fp = Fp::from_raw_unchecked(limbs) * r2;
+    }
+    Some(out)
 }
 
 /// Points encoded at once by [`write_section`]: 96 MiB of G1, 192 MiB of G2.
@@ -123,6 +205,43 @@ pub(super) fn decode_point<P: FilePoint>(
     Ok(point)
 }
 
+/// How a section's points are decoded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Decode {
+    /// As bellperson does ([`decode_point`]).
+    Bellperson(PointCheck),
+    /// Their coordinates only ([`FilePoint::from_coordinates`]); an encoding that
+    /// has a flag set or a coordinate not below the modulus goes to blst, which refuses it
+    /// (or reads the compressed point it holds) as bellperson does. Whether each is on the
+    /// curve is left to [`first_off_curve`].
+    Coordinates,
+}
+
+fn decode<P: FilePoint>(
+    section: &'static str,
+    index: usize,
+    bytes: &[u8],
+    how: Decode,
+) -> Result<P> {
+    match how {
+        Decode::Bellperson(check) => decode_point(section, index, bytes, check, true),
+        Decode::Coordinates => match P::from_coordinates(bytes) {
+            Some(point) => Ok(point),
+            None => decode_point(section, index, bytes, PointCheck::Unchecked, true),
+        },
+    }
+}
+
+/// The first of `points` that blst's deserializer would have refused, and why: for points
+/// decoded by their coordinates alone, from a file no record vouches for.
+pub(super) fn first_off_curve<P: FilePoint>(points: &[P]) -> Option<(usize, &'static str)> {
+    points
+        .par_iter()
+        .with_min_len(4096)
+        .position_first(|p| p.off_curve().is_some())
+        .and_then(|index| Some((index, points[index].off_curve()?)))
+}
+
 /// Points per run: read into one private copy (and hashed, where asked) at once.
 pub(super) const RUN: usize = 4096;
 
@@ -151,7 +270,7 @@ fn decode_runs<P: FilePoint, S: Source + ?Sized>(
     section: &'static str,
     source: &S,
     range: &Range<u64>,
-    check: PointCheck,
+    how: Decode,
     hashed: bool,
 ) -> Result<(Vec<P>, Vec<blake3::Hash>)> {
     let count = points_in(range, P::SIZE);
@@ -167,7 +286,7 @@ fn decode_runs<P: FilePoint, S: Source + ?Sized>(
                 .zip(copy.chunks_exact(P::SIZE))
                 .enumerate()
             {
-                *point = decode_point(section, run * RUN + i, bytes, check, true)?;
+                *point = decode(section, run * RUN + i, bytes, how)?;
             }
             Ok(hashed.then(|| blake3::hash(&copy)))
         })
@@ -182,19 +301,20 @@ pub(super) fn decode_all<P: FilePoint, S: Source + ?Sized>(
     range: &Range<u64>,
     check: PointCheck,
 ) -> Result<Vec<P>> {
-    Ok(decode_runs(section, source, range, check, false)?.0)
+    Ok(decode_runs(section, source, range, Decode::Bellperson(check), false)?.0)
 }
 
-/// Decodes a section unchecked (on the curve, not yet in the subgroup) and hashes it: each
-/// run of points is read into a private copy, hashed and decoded from the copy (so a file
-/// changing meanwhile cannot slip other points past the hash), and the section's digest is
-/// the hash of its count and its runs' hashes in order.
+/// Decodes a section by its points' coordinates (neither on the curve nor in the subgroup
+/// yet: [`first_off_curve`] and a subgroup check follow where no record vouches for the
+/// digest) and hashes it: each run of points is read into a private copy, hashed and decoded
+/// from the copy (so a file changing meanwhile cannot slip other points past the hash), and
+/// the section's digest is the hash of its count and its runs' hashes in order.
 pub(super) fn decode_hashed<P: FilePoint, S: Source + ?Sized>(
     section: &'static str,
     source: &S,
     range: &Range<u64>,
 ) -> Result<(Vec<P>, blake3::Hash)> {
-    let (points, runs) = decode_runs(section, source, range, PointCheck::Unchecked, true)?;
+    let (points, runs) = decode_runs(section, source, range, Decode::Coordinates, true)?;
     let digest = section_digest(section, points.len(), &runs);
     Ok((points, digest))
 }
@@ -293,9 +413,9 @@ pub(super) fn why_undecodable(bytes: &[u8]) -> String {
         return "a coordinate is not below the field modulus".into();
     }
     if bytes.len() == G1_SIZE && bytes[..48].iter().all(|&b| b == 0) {
-        return "x = 0: blst refuses the points (0, ±2), which are not in G1".into();
+        return X_ZERO.into();
     }
-    "not on the curve".into()
+    NOT_ON_THE_CURVE.into()
 }
 
 #[cfg(test)]
@@ -316,6 +436,47 @@ mod tests {
             bytes.extend(out);
         }
         bytes
+    }
+
+    /// The big-endian bytes of p - 1 and p.
+    fn below_and_at_modulus() -> [[u8; 48]; 2] {
+        let mut at = [0u8; 48];
+        for (word, limb) in at.chunks_exact_mut(8).zip(MODULUS.iter().rev()) {
+            word.copy_from_slice(&limb.to_be_bytes());
+        }
+        let mut below = at;
+        below[47] -= 1;
+        [below, at]
+    }
+
+    #[test]
+    fn coordinates_decode_as_blst_does() {
+        let mut rng = ChaCha20Rng::seed_from_u64(8);
+        for _ in 0..20 {
+            let p = G1Projective::random(&mut rng).to_affine();
+            let decoded = G1Affine::from_coordinates(&p.to_uncompressed()).unwrap();
+            assert_eq!(decoded, p);
+            assert_eq!(decoded.off_curve(), None);
+        }
+        for _ in 0..5 {
+            let p = G2Projective::random(&mut rng).to_affine();
+            let decoded = G2Affine::from_coordinates(&p.to_uncompressed()).unwrap();
+            assert_eq!(decoded, p);
+            assert_eq!(decoded.off_curve(), None);
+        }
+        let [below, at] = below_and_at_modulus();
+        let [below_p] = coordinates::<1>(&below).unwrap();
+        assert_eq!(below_p, Fp::from_bytes_be(&below).unwrap());
+        assert!(coordinates::<1>(&at).is_none());
+        // Flag bits go to blst.
+        let mut flagged = G1Projective::random(&mut rng).to_affine().to_uncompressed();
+        flagged[0] |= 0x80;
+        assert!(G1Affine::from_coordinates(&flagged).is_none());
+        // Off the curve, as blst finds it.
+        let mut off = G1Projective::random(&mut rng).to_affine().to_uncompressed();
+        off[95] ^= 1;
+        let off = G1Affine::from_coordinates(&off).unwrap();
+        assert_eq!(off.off_curve(), Some(NOT_ON_THE_CURVE));
     }
 
     #[test]
