@@ -29,7 +29,7 @@ use std::io::{self, BufWriter, Write};
 use std::ops::{Range, RangeInclusive};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use bellperson::groth16::{Parameters, VerifyingKey};
@@ -182,9 +182,13 @@ impl ProvingParameters {
         let stop = AtomicBool::new(false);
         let (params, how) = std::thread::scope(|scope| -> Result<_> {
             // A published name's digest is computed beside the decode, on a thread of its own
-            // (BLAKE2b runs on one core); stopped when the decode fails or finds the content
-            // recorded.
-            let hashing = published.map(|_| scope.spawn(|| hash_published(&sections, &stop)));
+            // (BLAKE2b runs on one core); stopped when the decode fails, finds the content
+            // recorded, or the checks finish first.
+            let (done, finished) = mpsc::channel();
+            if published.is_some() {
+                let (done, sections, stop) = (done.clone(), &sections, &stop);
+                scope.spawn(move || done.send(Finished::Hashed(hash_published(sections, stop))));
+            }
             let _stop = StopOnDrop(&stop);
             let vk = sections.verifying_key()?;
             let parts = &sections.parts;
@@ -214,20 +218,38 @@ impl ProvingParameters {
             if records.holds(&digest) {
                 return Ok((params, Checked::Before));
             }
-            let in_order = hashing.and_then(|thread| thread.join().ok().flatten());
-            let how = match (published, in_order) {
-                (Some(expected), Some(in_order)) if in_order.matches(expected, &digests) => {
-                    in_order.log(path, file.len(), true);
-                    Checked::Published
-                }
-                (_, in_order) => {
-                    if let Some(in_order) = in_order {
-                        in_order.log(path, file.len(), false);
+            // The checks run beside the published digest's hash (at 32 GiB each takes over a
+            // minute): whichever accepts the points first ends the read. A refusal waits for
+            // the hash, which may still vouch for them: what is accepted does not depend on
+            // which comes first, only the label does.
+            let published_first = AtomicBool::new(false);
+            let how = std::thread::scope(|checking| -> Result<Checked> {
+                let (done, params, published_first) = (done, &params, &published_first);
+                checking.spawn(move || {
+                    done.send(Finished::Checked(
+                        params.check_points(check, published_first),
+                    ))
+                });
+                let mut refused = None;
+                for finished in finished.iter() {
+                    match finished {
+                        Finished::Checked(Ok(())) => return Ok(Checked::Now),
+                        Finished::Checked(Err(e)) => refused = Some(e),
+                        Finished::Hashed(Some(in_order)) => {
+                            let matches = published.is_some_and(|p| in_order.matches(p, &digests));
+                            in_order.log(path, file.len(), matches);
+                            if matches {
+                                published_first.store(true, Ordering::Relaxed);
+                                return Ok(Checked::Published);
+                            }
+                        }
+                        Finished::Hashed(None) => {}
                     }
-                    params.check_points(check)?;
-                    Checked::Now
                 }
-            };
+                Err(refused.unwrap_or_else(|| {
+                    Error::Internal("the point checks ended without an answer".into())
+                }))
+            })?;
             records.record(&digest);
             Ok((params, how))
         })?;
@@ -244,46 +266,24 @@ impl ProvingParameters {
         Ok((params, how))
     }
 
-    /// Every point of `h`, `l`, `a`, `b_g1` and `b_g2`, decoded by its coordinates alone: on
-    /// the curve as blst's deserializer requires (on the CPU), then in the subgroup by
-    /// `check`; the error names a bad point, with blst's reason.
-    fn check_points(&self, check: &dyn SubgroupCheck) -> Result<()> {
-        let off_curve = [
-            ("h", first_off_curve(&self.h)),
-            ("l", first_off_curve(&self.l)),
-            ("a", first_off_curve(&self.a)),
-            ("b_g1", first_off_curve(&self.b_g1)),
-            ("b_g2", first_off_curve(&self.b_g2)),
-        ];
-        if let Some((section, (index, reason))) = off_curve
-            .into_iter()
-            .find_map(|(section, first)| Some((section, first?)))
-        {
-            return Err(Error::ParamsInvalidPoint {
-                section,
-                index,
-                reason: reason.into(),
-            });
-        }
-        let refused = |section: &'static str, index: usize| Error::ParamsInvalidPoint {
-            section,
-            index,
-            reason: "on the curve but not in the prime-order subgroup".into(),
-        };
+    /// Every point of `h`, `l`, `a`, `b_g1` and `b_g2`, decoded by its coordinates alone, a
+    /// run of [`CHECK_RUN`] points at a time until `stop` is set: on the curve as blst's
+    /// deserializer requires (on the CPU), then in the subgroup by `check`. The error names
+    /// a bad point, with blst's reason.
+    fn check_points(&self, check: &dyn SubgroupCheck, stop: &AtomicBool) -> Result<()> {
         for (section, points) in [
             ("h", &self.h),
             ("l", &self.l),
             ("a", &self.a),
             ("b_g1", &self.b_g1),
         ] {
-            if let Some(index) = check.first_outside_g1(points)? {
-                return Err(refused(section, index));
-            }
+            check_runs(section, points, CHECK_RUN, stop, |run| {
+                check.first_outside_g1(run)
+            })?;
         }
-        match check.first_outside_g2(&self.b_g2)? {
-            Some(index) => Err(refused("b_g2", index)),
-            None => Ok(()),
-        }
+        check_runs("b_g2", &self.b_g2, CHECK_RUN, stop, |run| {
+            check.first_outside_g2(run)
+        })
     }
 
     /// Parameters of the right lengths for circuits of `shape`, with random points: not a
@@ -491,6 +491,50 @@ impl ParamsShape {
     }
 }
 
+/// Points checked at once by [`ProvingParameters::check_points`]: between runs it stops
+/// when asked (a 32 GiB file's `h` is 2^27 points).
+const CHECK_RUN: usize = 1 << 22;
+
+/// [`ProvingParameters::check_points`] of one section, `run` points at a time,
+/// `first_outside` its subgroup check.
+fn check_runs<P: FilePoint>(
+    section: &'static str,
+    points: &[P],
+    run: usize,
+    stop: &AtomicBool,
+    first_outside: impl Fn(&[P]) -> Result<Option<usize>>,
+) -> Result<()> {
+    let invalid = |index: usize, reason: &str| Error::ParamsInvalidPoint {
+        section,
+        index,
+        reason: reason.into(),
+    };
+    for (k, points) in points.chunks(run).enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let at = k * run;
+        if let Some((index, reason)) = first_off_curve(points) {
+            return Err(invalid(at + index, reason));
+        }
+        if let Some(index) = first_outside(points)? {
+            return Err(invalid(
+                at + index,
+                "on the curve but not in the prime-order subgroup",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What ends a read's wait for its points to be vouched for.
+enum Finished {
+    /// The points checked (or the checks stopped: the published digest came first).
+    Checked(Result<()>),
+    /// The published digest's hash, `None` where it stopped or could not read the file.
+    Hashed(Option<InOrder>),
+}
+
 /// Sets the flag when dropped: whatever way a read ends, its hashing thread stops.
 struct StopOnDrop<'a>(&'a AtomicBool);
 
@@ -617,6 +661,34 @@ impl SubgroupCheck for CpuSubgroupCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs of points are checked with their offset in the section: a bad point in a later
+    /// run is named by its index in the section, off the curve before outside the subgroup,
+    /// and a stop before a run ends the checks there.
+    #[test]
+    fn check_runs_name_points_by_their_index_in_the_section() {
+        use group::{Curve, Group};
+        let points: Vec<G1Affine> = (1..=10u64)
+            .map(|k| (G1Projective::generator() * blstrs::Scalar::from(k)).to_affine())
+            .collect();
+        let mut off = points.clone();
+        off[7] = G1Affine::from_raw_unchecked(points[7].y(), points[7].x(), false);
+        let outside = points[8];
+        let outside_at_8 = |run: &[G1Affine]| -> Result<Option<usize>> {
+            Ok(run.iter().position(|p| *p == outside))
+        };
+        let go = AtomicBool::new(false);
+        let named = |result: Result<()>| match result {
+            Err(Error::ParamsInvalidPoint { index, reason, .. }) => Some((index, reason)),
+            _ => None,
+        };
+        let (index, reason) = named(check_runs("h", &off, 3, &go, outside_at_8)).unwrap();
+        assert_eq!((index, reason.as_str()), (7, "not on the curve"));
+        let (index, reason) = named(check_runs("h", &points, 3, &go, outside_at_8)).unwrap();
+        assert_eq!(index, 8);
+        assert!(reason.contains("subgroup"), "{reason}");
+        assert!(check_runs("h", &points, 3, &AtomicBool::new(true), outside_at_8).is_ok());
+    }
 
     /// A file cut short after it was opened (another process truncating it, or rewriting it
     /// in place) fails the read that meets the cut with an error naming it; a memory map
