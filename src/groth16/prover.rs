@@ -9,6 +9,7 @@
 //! and redoes it on the CPU if the GPU fails. Batches, and the `prove*` entry points, are in
 //! `batch.rs`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -46,6 +47,8 @@ pub struct Prover {
     workers: usize,
     /// Host memory for a batch's synthesized circuits in flight.
     host_budget: HostBudget,
+    /// Batches running on this prover now: the default host budget is shared among them.
+    batches: Arc<AtomicUsize>,
     /// The matrices of the last batch's recorded constraint system, on the device if they
     /// fit.
     matrices: Mutex<Option<KeptMatrices>>,
@@ -74,6 +77,15 @@ enum HostBudget {
 /// are counted, [`Prover::host_bytes_a_proof`], 1/n of them against the budget), and
 /// parameters still loading are not yet counted.
 const AVAILABLE_MEMORY_SHARE: u64 = 2;
+
+/// A batch counted as running on its prover until dropped.
+pub(super) struct BatchRunning(Arc<AtomicUsize>);
+
+impl Drop for BatchRunning {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// The parameters, with their bases on the engine's device when they fit its VRAM budget.
 struct Loaded {
@@ -238,6 +250,7 @@ impl Prover {
             progress: None,
             workers: DEFAULT_WORKERS,
             host_budget: HostBudget::Available,
+            batches: Arc::new(AtomicUsize::new(0)),
             matrices: Mutex::new(None),
         }
     }
@@ -434,7 +447,8 @@ impl Prover {
     /// of its proofs than fit (at least one), beside what its proofs in flight hold where
     /// their scalars stay on the host ([`Self::host_bytes_a_proof`]). `None`: no limit.
     /// Unless set, half the memory available when a batch starts (`MemAvailable`, lowered to
-    /// the cgroup's limit), or no limit where that is unknown. Of a batch over several
+    /// the cgroup's limit), shared equally by the prover's batches running once its first
+    /// circuit is synthesized, or no limit where that is unknown. Of a batch over several
     /// provers, the first's counts.
     pub fn with_host_budget(mut self, bytes: Option<u64>) -> Self {
         self.host_budget = HostBudget::Fixed(bytes);
@@ -448,6 +462,25 @@ impl Prover {
         match self.host_budget {
             HostBudget::Fixed(_) => proof_bytes,
             HostBudget::Available => proof_bytes / AVAILABLE_MEMORY_SHARE,
+        }
+    }
+
+    /// A batch running on this prover until the guard drops (see [`Self::host_budget_share`]).
+    pub(super) fn batch_running(&self) -> BatchRunning {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        BatchRunning(self.batches.clone())
+    }
+
+    /// A batch's part of `budget` (its [`host_budget`](Self::host_budget)) once its first
+    /// circuit is synthesized: all of a budget set; of the default share of what is
+    /// available, an equal part among the batches running on this prover then. Each batch
+    /// took its share of what was available when it started, and a batch starting beside
+    /// another counts memory the other will still fill: two sectors in flight held 104 GiB
+    /// of a 125 GiB machine at 32 GiB.
+    pub(super) fn host_budget_share(&self, budget: u64) -> u64 {
+        match self.host_budget {
+            HostBudget::Fixed(_) => budget,
+            HostBudget::Available => budget / self.batches.load(Ordering::Relaxed).max(1) as u64,
         }
     }
 
@@ -745,5 +778,42 @@ impl Work for ProofSteps<'_> {
     fn run<E: Engine>(&mut self, engine: &E) -> Result<MsmResults> {
         self.prover
             .heavy_steps(engine, self.assignment, self.lane, self.report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorded::Shape;
+
+    fn prover() -> Prover {
+        let shape = Shape {
+            constraints: 4,
+            inputs: 2,
+            aux: 2,
+            a_aux_density: 2,
+            b_input_density: 1,
+            b_aux_density: 2,
+        };
+        let params = ProvingParameters::random_for_shape(&shape, 1);
+        Prover::with_engine(params, Arc::new(ProverEngine::cpu())).unwrap()
+    }
+
+    /// The default budget is shared by the batches running when each sizes its slots; one
+    /// set is each batch's whole.
+    #[test]
+    fn batches_in_flight_share_the_default_host_budget() {
+        let prover = prover();
+        let one = prover.batch_running();
+        assert_eq!(prover.host_budget_share(1200), 1200);
+        let two = prover.batch_running();
+        let three = prover.batch_running();
+        assert_eq!(prover.host_budget_share(1200), 400);
+        drop((one, two));
+        assert_eq!(prover.host_budget_share(1200), 1200);
+        let fixed = prover.with_host_budget(Some(1200));
+        let _more = fixed.batch_running();
+        assert_eq!(fixed.host_budget_share(1200), 1200);
+        drop(three);
     }
 }

@@ -18,7 +18,7 @@ use super::queue::{Queue, Slots, Synthesized};
 use super::Synthesis;
 use crate::error::{Error, Result};
 use crate::groth16::cancel::CancelToken;
-use crate::groth16::prover::{BatchProgress, Prover};
+use crate::groth16::prover::{BatchProgress, BatchRunning, Prover};
 use crate::groth16::report::{synthesis_span, worker_lane, ProveReport, Step};
 use crate::groth16::ProvingParameters;
 use crate::recorded::{RecordedSystem, Shape};
@@ -39,8 +39,11 @@ pub(super) struct BatchRun<'a, S> {
     synthesis_pool: rayon::ThreadPool,
     /// Circuits synthesized at once ([`concurrent_circuits`]).
     concurrent: usize,
-    /// Host bytes for synthesized circuits ([`Prover::host_budget`]).
+    /// Host bytes for synthesized circuits ([`Prover::host_budget`]), of which this batch
+    /// takes its share ([`Prover::host_budget_share`]).
     budget: Option<u64>,
+    /// Counts this batch among its first prover's running ones while it lives.
+    _running: BatchRunning,
     slots: Arc<Slots>,
     queue: Queue,
     proofs: Mutex<Vec<Option<Proof<Bls12>>>>,
@@ -103,6 +106,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             .build()
             .map_err(|e| Error::Internal(format!("cannot start synthesis threads: {e}")))?;
         let parallelism = circuits.iter().map(S::parallelism).max().unwrap_or(1);
+        let running = first.batch_running();
         let budget = first.host_budget();
         let mut report = ProveReport::default();
         report.proofs = count;
@@ -118,6 +122,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             synthesis_pool,
             concurrent: concurrent_circuits(pool_threads, parallelism),
             budget,
+            _running: running,
             // Without a budget every circuit may start at once; with one, circuit 0 is
             // synthesized alone, and its size sets how many fit.
             slots: Slots::new(if budget.is_some() { 1 } else { count }, count),
@@ -178,6 +183,7 @@ impl<'a, S: Synthesis> BatchRun<'a, S> {
             let Some((bytes, proofs)) = self.synthesize_next(&sender, "synthesis 0") else {
                 return;
             };
+            let budget = self.provers[0].host_budget_share(budget);
             let proofs = self.provers[0].host_budget_for_proofs(proofs);
             let fitting = budget.saturating_sub(proofs) / bytes.max(1);
             if fitting == 0 {
