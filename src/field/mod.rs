@@ -121,15 +121,19 @@ pub unsafe trait GpuField:
     }
 }
 
-/// `value - modulus` when `value >= modulus` (little-endian words of equal length).
-fn subtract_once_if_at_least(value: &mut [u32], modulus: &[u32]) {
-    let below = value
+/// Whether `value < modulus` (little-endian words of equal length).
+pub(crate) fn is_below<W: PartialOrd>(value: &[W], modulus: &[W]) -> bool {
+    value
         .iter()
         .rev()
         .zip(modulus.iter().rev())
         .find(|(v, m)| v != m)
-        .is_some_and(|(v, m)| v < m);
-    if below {
+        .is_some_and(|(v, m)| v < m)
+}
+
+/// `value - modulus` when `value >= modulus` (little-endian words of equal length).
+fn subtract_once_if_at_least(value: &mut [u32], modulus: &[u32]) {
+    if is_below(value, modulus) {
         return;
     }
     let mut borrow = false;

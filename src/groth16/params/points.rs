@@ -122,14 +122,7 @@ fn coordinates<const N: usize>(bytes: &[u8]) -> Option<[Fp; N]> {
         for (limb, word) in limbs.iter_mut().rev().zip(be.chunks_exact(8)) {
             *limb = u64::from_be_bytes(word.try_into().ok()?);
         }
-        // Below p: compared from the most significant limb.
-        let below = limbs
-            .iter()
-            .rev()
-            .zip(MODULUS.iter().rev())
-            .find(|(limb, p)| limb != p)
-            .is_some_and(|(limb, p)| limb < p);
-        if !below {
+        if !crate::field::is_below(&limbs, &MODULUS) {
             return None;
         }
         *fp = Fp::from_raw_unchecked(limbs) * r2;
