@@ -22,7 +22,7 @@ pub(super) trait FilePoint: PrimeCurveAffine + Default + Send + Sync {
     fn deserialize(bytes: &[u8]) -> Option<Self>;
     /// The point whose coordinates `bytes` hold, each converted to Montgomery form, if no
     /// flag bit is set and each coordinate is below the modulus; nothing else is checked
-    /// (about a third of `deserialize`'s time: its curve check is left to
+    /// (about half of `deserialize`'s time on the development box; the curve check is left to
     /// [`off_curve`](Self::off_curve), for files no record vouches for).
     fn from_coordinates(bytes: &[u8]) -> Option<Self>;
     /// Why `deserialize` would refuse a point that [`from_coordinates`](Self::from_coordinates)
@@ -199,7 +199,7 @@ pub(super) fn decode_point<P: FilePoint>(
 }
 
 /// How a section's points are decoded.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Decode {
     /// As bellperson does ([`decode_point`]).
     Bellperson(PointCheck),
