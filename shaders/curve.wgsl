@@ -7,10 +7,11 @@
 // the host reduces the sums it reads back.
 //
 // There are two additions, `xyzz_add` (any two accumulators) and `xyzz_add_affine` (an
-// accumulator and an affine point, the MSM's level 0), and a kernel calls one of them from a
-// single place in its loop: drivers inline every call (Mesa always does), so each call site
-// of a point addition is thousands of instructions, and compile time grows faster than
-// linearly with them.
+// accumulator and an affine point, the MSM's level 0), and a doubling, `xyzz_double` (the
+// subgroup check's scalar multiplication); a kernel calls each it needs from a single place
+// in its loop: drivers inline every call (Mesa always does), so each call site of a point
+// operation is thousands of instructions, and compile time grows faster than linearly with
+// them.
 
 struct Affine {
     x: Field,
@@ -187,6 +188,55 @@ fn xyzz_add_affine(p: Xyzz, q: Affine) -> Xyzz {
             } else {
                 step = 2u; // no X^2 to compute
             }
+        }
+        step++;
+    }
+    return Xyzz(x, y, zz, zzz);
+}
+
+// 2p: EFD dbl-2008-s-1 (a = 0), 6M + 3S, where doubling through xyzz_add costs 15
+// products (its six that bring two points to one scale, then the same tail). One call of
+// field_mul in a loop over the steps, in place, as in xyzz_add. A point of order two
+// (Y = 0) doubles to ZZ = 0, the identity.
+fn xyzz_double(p: Xyzz) -> Xyzz {
+    if (xyzz_is_identity(p)) { return p; }
+    var x = p.x;
+    var y = p.y;
+    var zz = p.zz;
+    var zzz = p.zzz;
+    // t0: U = 2Y, then W = U V, then W Y. t1: V = U^2, then M = 3X^2. t2: S = X V.
+    var t0 = field_double(y);
+    var t1: Field;
+    var t2: Field;
+    var step = 0u;
+    loop {
+        if (step > 8u) { break; }
+        var a: Field;
+        var b: Field;
+        switch step {
+            case 0u: { a = t0; b = t0; }
+            case 1u: { a = t0; b = t1; }
+            case 2u: { a = x; b = t1; }
+            case 3u: { a = zz; b = t1; }
+            case 4u: { a = zzz; b = t0; }
+            case 5u: { a = x; b = x; }
+            case 6u: { a = t1; b = t1; }
+            case 7u: { a = y; b = t0; }
+            default: { a = t1; b = field_sub(t2, x); }
+        }
+        let m = field_mul(a, b);
+        switch step {
+            case 0u: { t1 = m; }
+            case 1u: { t0 = m; }
+            case 2u: { t2 = m; }
+            case 3u: { zz = m; }
+            case 4u: { zzz = m; }
+            case 5u: { t1 = field_add(field_double(m), m); }
+            // X3 = M^2 - 2S
+            case 6u: { x = field_sub(m, field_double(t2)); }
+            case 7u: { t0 = m; }
+            // Y3 = M (S - X3) - W Y
+            default: { y = field_sub(m, t0); }
         }
         step++;
     }

@@ -8,8 +8,9 @@
 // for G1, G2 and GT on BLS pairing-friendly curves", 2021). The host gives k and endo's two
 // coefficients (G1: beta and 1), so the same source serves both curves.
 //
-// One point a thread. [k]P runs by double-and-add from k's top bit, one xyzz_add call site
-// (doubling is its p == q case), in passes of at most `high - low` bits where a loop cap
+// One point a thread. [k]P runs by double-and-add from k's top bit, one call site each of
+// xyzz_double and xyzz_add_affine (15 and 14 products a step through xyzz_add, 9 and 10
+// here), in passes of at most `high - low` bits where a loop cap
 // bounds an invocation (llvmpipe): each pass keeps its sum in `sums` for the next, the first
 // starts from P, the last compares. A point that fails lowers `first_bad` to its index among
 // all the points checked, so the host reads it once, after every chunk.
@@ -55,23 +56,21 @@ fn subgroup_check(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_wor
         sums[index] = xyzz_identity();
         return;
     }
-    let start = Xyzz(p.x, p.y, field_one(), field_one());
     var sum = sums[index];
     var bit = params.high;
     if (params.high == params.k_bits) {
-        sum = start;
+        sum = Xyzz(p.x, p.y, field_one(), field_one());
         bit = params.k_bits - 1u;
     }
     // Bit `bit` (when above `low`) doubles, then adds P where it is set.
     var add_next = false;
     loop {
         if (bit <= params.low && !add_next) { break; }
-        var q = sum;
-        if (add_next) { q = start; }
-        sum = xyzz_add(sum, q);
         if (add_next) {
+            sum = xyzz_add_affine(sum, p);
             add_next = false;
         } else {
+            sum = xyzz_double(sum);
             bit = bit - 1u;
             add_next = k_bit(bit);
         }

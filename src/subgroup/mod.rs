@@ -128,7 +128,8 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
             C::Base::mul_loop_trips(wide),
         )
         .with_loop_cap(gpu.loop_cap());
-        // Two additions a bit at most, and the comparison's three products after them.
+        // A doubling and an addition a bit at most, and the comparison's three products after
+        // them.
         let bits_per_pass = (costs.iterations_under_cap().saturating_sub(4) / 2).max(1);
         Ok(SubgroupKernels {
             gpu: gpu.clone(),

@@ -502,7 +502,7 @@ fn check_runs<P: FilePoint>(
     points: &[P],
     run: usize,
     stop: &AtomicBool,
-    first_outside: impl Fn(&[P]) -> Result<Option<usize>>,
+    first_outside: impl Fn(&[P]) -> Result<Option<usize>> + Sync,
 ) -> Result<()> {
     let invalid = |index: usize, reason: &str| Error::ParamsInvalidPoint {
         section,
@@ -514,10 +514,14 @@ fn check_runs<P: FilePoint>(
             return Ok(());
         }
         let at = k * run;
-        if let Some((index, reason)) = first_off_curve(points) {
+        // The subgroup check (on the GPU) runs beside the curve check (on the CPU's cores);
+        // a point off the curve is named before one outside the subgroup, as blst would.
+        let (off_curve, outside) =
+            rayon::join(|| first_off_curve(points), || first_outside(points));
+        if let Some((index, reason)) = off_curve {
             return Err(invalid(at + index, reason));
         }
-        if let Some(index) = first_outside(points)? {
+        if let Some(index) = outside? {
             return Err(invalid(
                 at + index,
                 "on the curve but not in the prime-order subgroup",
