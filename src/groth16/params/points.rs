@@ -460,6 +460,33 @@ mod tests {
         [below, at]
     }
 
+    /// The in-order hash reads copies a batch ahead on other threads: over more batches
+    /// than one (the last run short), the file's BLAKE2b is that of the bytes in order and
+    /// the section digest is the decode's; a stopped hash gives nothing.
+    #[test]
+    fn hash_in_order_covers_the_bytes_in_order_across_batches() {
+        use rand_core::RngCore;
+        let points = 2 * RUNS_AT_ONCE * RUN + RUN / 2 + 1;
+        let mut bytes = vec![0u8; 7 + points * G1_SIZE + 5];
+        ChaCha20Rng::seed_from_u64(9).fill_bytes(&mut bytes);
+        let range = 7..(7 + points * G1_SIZE) as u64;
+        let section = &bytes[range.start as usize..range.end as usize];
+        let mut whole = blake2b_simd::State::new();
+        let running = AtomicBool::new(false);
+        let digest = hash_in_order::<G1Affine, [u8]>("h", &bytes[..], &range, &mut whole, &running);
+        assert_eq!(whole.finalize(), blake2b_simd::blake2b(section));
+        assert_eq!(
+            digest,
+            Some(hash_section::<G1Affine, [u8]>("h", &bytes[..], &range).unwrap())
+        );
+        let stopped = AtomicBool::new(true);
+        let mut whole = blake2b_simd::State::new();
+        assert_eq!(
+            hash_in_order::<G1Affine, [u8]>("h", &bytes[..], &range, &mut whole, &stopped),
+            None
+        );
+    }
+
     #[test]
     fn coordinates_decode_as_blst_does() {
         let mut rng = ChaCha20Rng::seed_from_u64(8);
