@@ -8,7 +8,8 @@
 # OUT receives one log per part and the runs' traces. Parameters are made here, never downloaded: random points
 # of the right shape (`bench prove`) or seeded ones (`setup`), in /tmp. The parts:
 #   kernels     the field product, MSMs (G1 2^24 and 2^27, uniform and with the real PoRep
-#               partition's scalar mix at 2^27, G2 2^22), NTTs and proofs at
+#               partition's scalar mix at 2^27, G2 2^22), NTTs, the parameter files'
+#               subgroup checks (G1 2^21, G2 2^20) and proofs at
 #               2^22 and 2^24 (~6 min on an H200 with 16 cores)
 #   partitions  ten 2^27 partitions of FilecoinLike, recorded synthesis, peak VRAM, its
 #               aux values half bits and then in the real PoRep partition's mix (~10 min)
@@ -83,6 +84,8 @@ kernels() {
     wg bench msm --curve g1 --log-n 27 --scalars porep --no-check --runs 2
     wg bench msm --curve g2 --log-n 22 --runs 3
     wg bench ntt --log-n 24 --runs 3
+    wg bench subgroup --curve g1 --log-n 21 --runs 3
+    wg bench subgroup --curve g2 --log-n 20 --runs 3
     wg bench ntt --log-n 27 --no-check --runs 3
     wg bench prove --log-n 22,24 --batch 1 --synthesis recorded
 }

@@ -191,6 +191,23 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         runs: u32,
     },
+    /// Prime-order subgroup checks of curve points, as a parameter file's first read runs
+    /// them (uploaded from host memory, on the GPU), beside blstrs' `is_torsion_free` on
+    /// every core; one point outside the subgroup planted, both answers compared.
+    Subgroup {
+        /// `g1` or `g2`.
+        #[arg(long, default_value = "g1")]
+        curve: String,
+        /// log2 of the number of points; a comma list runs several sizes.
+        #[arg(long, value_delimiter = ',', default_value = "16")]
+        log_n: Vec<u32>,
+        /// Timed GPU runs per size, after one warm-up; the fastest counts.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+        /// Wide-multiply path (`portable` or `int64`); default: the adapter's fastest.
+        #[arg(long)]
+        path: Option<String>,
+    },
     /// Host-to-device and device-to-host bandwidth, our staging path beside wgpu's own.
     Transfer {
         /// Sizes in MiB; a comma list runs several.

@@ -30,6 +30,9 @@ pub trait SubgroupCurve: GpuCurve {
     fn k() -> (u128, u32);
     /// endo's coefficients.
     fn endo() -> [Self::Base; 2];
+    /// Whether `point` (on the curve) is in the subgroup, by blstrs: the reference the
+    /// kernel answers like.
+    fn in_subgroup_on_cpu(point: &Self::Affine) -> bool;
     /// A point on the curve outside the subgroup: the first x = 1, 2, ... with a square
     /// x^3 + b (outside, as blst confirms: the cofactor leaves almost no point of the curve
     /// inside).
@@ -63,6 +66,10 @@ impl SubgroupCurve for G1 {
         [Fp::from(2u64).pow_vartime(p_minus_one_over(3)), Fp::ONE]
     }
 
+    fn in_subgroup_on_cpu(point: &G1Affine) -> bool {
+        point.is_torsion_free().into()
+    }
+
     fn outside_point() -> G1Affine {
         (1u64..)
             .filter_map(|i| {
@@ -90,6 +97,10 @@ impl SubgroupCurve for G2 {
             Option::from(u_plus_one.pow_vartime(p_minus_one_over(d)).invert())
                 .expect("u + 1 is not zero")
         })
+    }
+
+    fn in_subgroup_on_cpu(point: &G2Affine) -> bool {
+        point.is_torsion_free().into()
     }
 
     fn outside_point() -> G2Affine {

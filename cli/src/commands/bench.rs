@@ -1,6 +1,7 @@
 //! `wgpu-groth16 bench ...`: measurements, printed as tables for BENCHMARKS.md.
 
 use blstrs::Scalar;
+use rayon::prelude::*;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use wgpu_groth16::curve::{sample_bases, GpuCurve};
@@ -11,6 +12,7 @@ use wgpu_groth16::msm::{
     msm_cpu, MsmBases, MsmConfig, MsmJob, MsmKernels, MsmLimits, Scalars, CHUNK_ALIGN,
 };
 use wgpu_groth16::ntt::{h_coefficients_cpu, ntt_cpu, NttKernels, NttOp, StagePasses};
+use wgpu_groth16::subgroup::{SubgroupCurve, SubgroupKernels};
 use wgpu_groth16::{Error, Result};
 
 fn rate(x: f64) -> String {
@@ -89,18 +91,21 @@ pub fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
+/// The wide-multiply path `--path` names, the adapter's fastest without one.
+fn wide_mul_path(gpu: &GpuContext, path: Option<&str>) -> Result<WideMul> {
+    match path {
+        None => Ok(gpu.preferred_wide_mul()),
+        Some("portable") => Ok(WideMul::Portable),
+        Some("int64") => Ok(WideMul::Int64),
+        Some(other) => Err(Error::InvalidInput(format!(
+            "--path {other:?}: expected portable or int64"
+        ))),
+    }
+}
+
 pub fn msm<C: GpuCurve>(selector: &AdapterSelector, options: &MsmOptions) -> Result<ExitCode> {
     let gpu = GpuContext::new(selector)?;
-    let wide = match options.path.as_deref() {
-        None => gpu.preferred_wide_mul(),
-        Some("portable") => WideMul::Portable,
-        Some("int64") => WideMul::Int64,
-        Some(other) => {
-            return Err(Error::InvalidInput(format!(
-                "--path {other:?}: expected portable or int64"
-            )))
-        }
-    };
+    let wide = wide_mul_path(&gpu, options.path.as_deref())?;
     let start = Instant::now();
     let kernels = MsmKernels::<C>::new(&gpu, wide, options.config.clone())?;
     println!(
@@ -447,6 +452,80 @@ fn print_ntt_row(
         }
     );
     equal != Some(false)
+}
+
+/// The subgroup check of `2^n` points of `C` (one outside the subgroup, two thirds in),
+/// on the GPU from host memory as a parameter file's first read runs it, beside blstrs'
+/// `is_torsion_free` on every core; a differing answer fails the command.
+pub fn subgroup<C: SubgroupCurve>(
+    selector: &AdapterSelector,
+    log_n: &[u32],
+    runs: u32,
+    path: Option<&str>,
+) -> Result<ExitCode> {
+    let gpu = GpuContext::new(selector)?;
+    let wide = wide_mul_path(&gpu, path)?;
+    let start = Instant::now();
+    let kernels = SubgroupKernels::<C>::new(&gpu, wide)?;
+    println!(
+        "{}; {} subgroup check, {wide} path; built and self-tested in {}; CPU: blstrs on {} threads",
+        crate::adapter_line(&gpu),
+        C::NAME,
+        ms(start.elapsed()),
+        rayon::current_num_threads()
+    );
+    let gpu_column = format!("GPU (best of {runs})");
+    println!(
+        "{}",
+        table_header(&[
+            "curve",
+            "n",
+            &gpu_column,
+            "GPU points/s",
+            "blstrs CPU",
+            "CPU points/s",
+            "answers"
+        ])
+    );
+    let mut all_equal = true;
+    for &n in log_n {
+        let mut points = sample_bases::<C>(u64::from(n), 1 << n);
+        let planted = points.len() * 2 / 3;
+        points[planted] = C::outside_point();
+        let mut gpu_answer = kernels.first_outside(&points)?;
+        let mut best = Duration::MAX;
+        for _ in 0..runs.max(1) {
+            let t = Instant::now();
+            gpu_answer = kernels.first_outside(&points)?;
+            best = best.min(t.elapsed());
+        }
+        let t = Instant::now();
+        let cpu_answer = points
+            .par_iter()
+            .position_first(|p| !C::in_subgroup_on_cpu(p));
+        let cpu = t.elapsed();
+        let equal = gpu_answer == cpu_answer && cpu_answer == Some(planted);
+        all_equal &= equal;
+        let per_second = |d: Duration| rate(points.len() as f64 / d.as_secs_f64());
+        println!(
+            "| {} | 2^{n} | {} | {} | {} | {} | {} |",
+            C::NAME,
+            ms(best),
+            per_second(best),
+            ms(cpu),
+            per_second(cpu),
+            if equal {
+                format!("equal (point {planted})")
+            } else {
+                format!("DIFFER: GPU {gpu_answer:?}, CPU {cpu_answer:?}, planted {planted}")
+            }
+        );
+    }
+    Ok(if all_equal {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Host <-> device bandwidth: our staging path (`GpuContext::upload` / `download`) beside

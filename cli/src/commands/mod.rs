@@ -89,6 +89,18 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                 .map(|(local, later)| StagePasses { local, later });
             bench::ntt(selector, &log_n, runs, passes, !no_check, device_only)?
         }
+        BenchCommand::Subgroup {
+            curve,
+            log_n,
+            runs,
+            path,
+        } => match curve.as_str() {
+            "g1" => bench::subgroup::<G1>(selector, &log_n, runs, path.as_deref()),
+            "g2" => bench::subgroup::<G2>(selector, &log_n, runs, path.as_deref()),
+            other => Err(Error::InvalidInput(format!(
+                "--curve {other:?}: expected g1 or g2"
+            ))),
+        }?,
         BenchCommand::Transfer { mib, runs } => bench::transfer(selector, &mib, runs)?,
         BenchCommand::Synthesis { log_n, runs } => bench_synthesis::synthesis(&log_n, runs)?,
         BenchCommand::Prove {
