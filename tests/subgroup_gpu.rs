@@ -12,10 +12,12 @@ use wgpu_groth16::curve::{sample_bases, G1, G2};
 use wgpu_groth16::gpu::WideMul;
 use wgpu_groth16::subgroup::SubgroupCurve;
 
-/// Points on the curve, almost all outside the subgroup: x drawn until x^3 + b is a square.
+/// Points on the curve, almost all outside the subgroup: x drawn until x^3 + b is a square;
+/// and the points (0, ±sqrt(b)), of order three, whose multiples pass through the identity,
+/// P and -P, the special cases of the kernel's doubling and addition.
 trait OffSubgroup: SubgroupCurve {
     fn on_curve(seed: u64, n: usize) -> Vec<Self::Affine>;
-    fn in_subgroup(point: &Self::Affine) -> bool;
+    fn of_order_three() -> Vec<Self::Affine>;
 }
 
 impl OffSubgroup for G1 {
@@ -32,8 +34,12 @@ impl OffSubgroup for G1 {
         out
     }
 
-    fn in_subgroup(point: &G1Affine) -> bool {
-        point.is_torsion_free().into()
+    fn of_order_three() -> Vec<G1Affine> {
+        let y = Fp::from(2u64);
+        vec![
+            G1Affine::from_raw_unchecked(Fp::ZERO, y, false),
+            G1Affine::from_raw_unchecked(Fp::ZERO, -y, false),
+        ]
     }
 }
 
@@ -52,8 +58,13 @@ impl OffSubgroup for G2 {
         out
     }
 
-    fn in_subgroup(point: &G2Affine) -> bool {
-        point.is_torsion_free().into()
+    fn of_order_three() -> Vec<G2Affine> {
+        let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
+        Option::<Fp2>::from(b.sqrt()).map_or_else(Vec::new, |y| {
+            [y, -y]
+                .map(|y| G2Affine::from_raw_unchecked(Fp2::ZERO, y, false))
+                .to_vec()
+        })
     }
 }
 
@@ -71,7 +82,10 @@ fn finds_the_points_outside<C: OffSubgroup>(wide: WideMul) {
     );
     let outside = C::on_curve(4, 3);
     for point in &outside {
-        assert!(!C::in_subgroup(point), "the test needs points outside");
+        assert!(
+            !C::in_subgroup_on_cpu(point),
+            "the test needs points outside"
+        );
     }
     for (at, point) in [(0, outside[0]), (299, outside[1]), (150, outside[2])] {
         let mut altered = points.clone();
@@ -80,6 +94,18 @@ fn finds_the_points_outside<C: OffSubgroup>(wide: WideMul) {
             kernels.first_outside(&altered).unwrap(),
             Some(at),
             "{} {wide}: a point outside at {at}",
+            C::NAME
+        );
+    }
+    for point in C::of_order_three() {
+        assert!(!C::in_subgroup_on_cpu(&point), "order three, outside");
+        let mut altered = points.clone();
+        altered[250] = point;
+        altered[5] = point;
+        assert_eq!(
+            kernels.first_outside(&altered).unwrap(),
+            Some(5),
+            "{} {wide}: a point of order three",
             C::NAME
         );
     }
