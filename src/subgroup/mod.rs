@@ -76,7 +76,7 @@ impl SubgroupCurve for G1 {
                 let x = Fp::from(i);
                 let y = Option::<Fp>::from((x.square() * x + Fp::from(4u64)).sqrt())?;
                 let point = G1Affine::from_raw_unchecked(x, y, false);
-                (!bool::from(point.is_torsion_free())).then_some(point)
+                (!Self::in_subgroup_on_cpu(&point)).then_some(point)
             })
             .next()
             .expect("the curve has points outside the subgroup")
@@ -110,7 +110,7 @@ impl SubgroupCurve for G2 {
                 let x = Fp2::new(Fp::from(i), Fp::ONE);
                 let y = Option::<Fp2>::from((x.square() * x + b).sqrt())?;
                 let point = G2Affine::from_raw_unchecked(x, y, false);
-                (!bool::from(point.is_torsion_free())).then_some(point)
+                (!Self::in_subgroup_on_cpu(&point)).then_some(point)
             })
             .next()
             .expect("the curve has points outside the subgroup")
