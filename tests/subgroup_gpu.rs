@@ -1,7 +1,9 @@
-//! The GPU's subgroup check finds exactly the points blstrs' `is_torsion_free` refuses, on G1
-//! and G2 and both wide-multiply paths: points of the subgroup (the identity among them)
-//! pass, points on the curve outside it are named by index; a parameter file read with it
-//! refuses such a point naming its section and index, as the CPU's check does.
+//! The GPU's curve and subgroup checks find exactly the points blstrs refuses
+//! (`is_on_curve`, blst's x = 0 rule on G1, `is_torsion_free`), on G1 and G2 and both
+//! wide-multiply paths: points of the subgroup (the identity among them) pass, points off the
+//! curve and points on it outside the subgroup are named by index, off the curve first; a
+//! parameter file read with them refuses such a point naming its section and index, as the
+//! CPU's checks do.
 
 mod common;
 
@@ -10,23 +12,31 @@ use ff::Field;
 use rand_chacha::rand_core::SeedableRng;
 use wgpu_groth16::curve::{sample_bases, G1, G2};
 use wgpu_groth16::gpu::WideMul;
+use wgpu_groth16::groth16::params::{CpuCurveCheck, CurveCheck, Invalid};
 use wgpu_groth16::subgroup::SubgroupCurve;
 
-/// Points on the curve, almost all outside the subgroup: x drawn until x^3 + b is a square;
-/// and the points (0, ±sqrt(b)), of order three, whose multiples pass through the identity,
-/// P and -P, the special cases of the kernel's doubling and addition.
-trait OffSubgroup: SubgroupCurve {
+/// Points of the test, each curve's own: on the curve, almost all outside the subgroup (x
+/// drawn until x^3 + b is a square); the points (0, ±sqrt(b)), of order three, whose multiples
+/// pass through the identity, P and -P, the special cases of the kernel's doubling and
+/// addition; points off the curve; and points with x = 0 (the all-zero one among them).
+trait TestPoints: SubgroupCurve {
     fn on_curve(seed: u64, n: usize) -> Vec<Self::Affine>;
     fn of_order_three() -> Vec<Self::Affine>;
+    /// Points on the curve with y + 1: off it.
+    fn off_curve(seed: u64, n: usize) -> Vec<Self::Affine>;
+    /// (0, 0) and (0, y) for a random y.
+    fn x_zero(seed: u64) -> Vec<Self::Affine>;
+    /// The CPU's answer, the reference.
+    fn first_invalid_on_cpu(points: &[Self::Affine]) -> Option<(usize, Invalid)>;
 }
 
-impl OffSubgroup for G1 {
+impl TestPoints for G1 {
     fn on_curve(seed: u64, n: usize) -> Vec<G1Affine> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut out = Vec::new();
         while out.len() < n {
             let x = Fp::random(&mut rng);
-            let square = x.square() * x + Fp::from(4u64);
+            let square = x.square() * x + Self::b();
             if let Some(y) = Option::<Fp>::from(square.sqrt()) {
                 out.push(G1Affine::from_raw_unchecked(x, y, false));
             }
@@ -41,16 +51,33 @@ impl OffSubgroup for G1 {
             G1Affine::from_raw_unchecked(Fp::ZERO, -y, false),
         ]
     }
+
+    fn off_curve(seed: u64, n: usize) -> Vec<G1Affine> {
+        Self::on_curve(seed, n)
+            .iter()
+            .map(|p| G1Affine::from_raw_unchecked(p.x(), p.y() + Fp::ONE, false))
+            .collect()
+    }
+
+    fn x_zero(seed: u64) -> Vec<G1Affine> {
+        let y = Fp::random(rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+        [Fp::ZERO, y]
+            .map(|y| G1Affine::from_raw_unchecked(Fp::ZERO, y, false))
+            .to_vec()
+    }
+
+    fn first_invalid_on_cpu(points: &[G1Affine]) -> Option<(usize, Invalid)> {
+        CpuCurveCheck.first_invalid_g1(points).unwrap()
+    }
 }
 
-impl OffSubgroup for G2 {
+impl TestPoints for G2 {
     fn on_curve(seed: u64, n: usize) -> Vec<G2Affine> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
         let mut out = Vec::new();
         while out.len() < n {
             let x = Fp2::random(&mut rng);
-            let square = x.square() * x + b;
+            let square = x.square() * x + Self::b();
             if let Some(y) = Option::<Fp2>::from(square.sqrt()) {
                 out.push(G2Affine::from_raw_unchecked(x, y, false));
             }
@@ -59,97 +86,129 @@ impl OffSubgroup for G2 {
     }
 
     fn of_order_three() -> Vec<G2Affine> {
-        let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
-        Option::<Fp2>::from(b.sqrt()).map_or_else(Vec::new, |y| {
+        Option::<Fp2>::from(Self::b().sqrt()).map_or_else(Vec::new, |y| {
             [y, -y]
                 .map(|y| G2Affine::from_raw_unchecked(Fp2::ZERO, y, false))
                 .to_vec()
         })
     }
+
+    fn off_curve(seed: u64, n: usize) -> Vec<G2Affine> {
+        Self::on_curve(seed, n)
+            .iter()
+            .map(|p| G2Affine::from_raw_unchecked(p.x(), p.y() + Fp2::ONE, false))
+            .collect()
+    }
+
+    fn x_zero(seed: u64) -> Vec<G2Affine> {
+        let y = Fp2::random(rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+        [Fp2::ZERO, y]
+            .map(|y| G2Affine::from_raw_unchecked(Fp2::ZERO, y, false))
+            .to_vec()
+    }
+
+    fn first_invalid_on_cpu(points: &[G2Affine]) -> Option<(usize, Invalid)> {
+        CpuCurveCheck.first_invalid_g2(points).unwrap()
+    }
 }
 
-fn finds_the_points_outside<C: OffSubgroup>(wide: WideMul) {
+fn finds_the_invalid_points<C: TestPoints>(wide: WideMul) {
     let Some(kernels) = common::subgroup_kernels::<C>(wide) else {
         return;
     };
+    // In chunks of 64 (the last short) too: a point in a later chunk is named by its index
+    // among all, and the first of several in different chunks wins.
+    let chunked = kernels.with_points_per_dispatch(64);
     let mut points = sample_bases::<C>(3, 300);
     points[7] = <C::Affine as group::prime::PrimeCurveAffine>::identity();
-    assert_eq!(
-        kernels.first_outside(&points).unwrap(),
-        None,
-        "{} {wide}",
-        C::NAME
-    );
-    let outside = C::on_curve(4, 3);
-    for point in &outside {
-        assert!(
-            !C::in_subgroup_on_cpu(point),
-            "the test needs points outside"
+    // Each answer is the one the points were built to give, and the CPU's.
+    let named = |points: &[C::Affine], expected: Option<(usize, Invalid)>, what: &str| {
+        let what = format!("{} {wide}: {what}", C::NAME);
+        assert_eq!(C::first_invalid_on_cpu(points), expected, "CPU, {what}");
+        assert_eq!(kernels.first_invalid(points).unwrap(), expected, "{what}");
+        assert_eq!(
+            chunked.first_invalid(points).unwrap(),
+            expected,
+            "64 a chunk, {what}"
         );
-    }
+    };
+    named(&points, None, "the subgroup's points and the identity");
+    named(&[], None, "no points");
+    let outside = C::on_curve(4, 3);
     for (at, point) in [(0, outside[0]), (299, outside[1]), (150, outside[2])] {
         let mut altered = points.clone();
         altered[at] = point;
-        assert_eq!(
-            kernels.first_outside(&altered).unwrap(),
-            Some(at),
-            "{} {wide}: a point outside at {at}",
-            C::NAME
-        );
+        named(&altered, Some((at, Invalid::Outside)), "a point outside");
     }
+    // blst refuses G1's x = 0, so these are off the curve where it is refused.
+    let x_zero_is = |at| match C::X_ZERO_REFUSED {
+        true => Some((at, Invalid::OffCurve)),
+        false => Some((at, Invalid::Outside)),
+    };
     for point in C::of_order_three() {
-        assert!(!C::in_subgroup_on_cpu(&point), "order three, outside");
         let mut altered = points.clone();
         altered[250] = point;
         altered[5] = point;
-        assert_eq!(
-            kernels.first_outside(&altered).unwrap(),
-            Some(5),
-            "{} {wide}: a point of order three",
-            C::NAME
+        named(&altered, x_zero_is(5), "a point of order three");
+    }
+    let [zero, zero_x] = C::x_zero(5)[..] else {
+        unreachable!("two points")
+    };
+    let mut altered = points.clone();
+    altered[60] = zero;
+    let zero_is = C::X_ZERO_REFUSED.then_some((60, Invalid::OffCurve));
+    named(&altered, zero_is, "(0, 0), the identity's encoding on G2");
+    altered[60] = zero_x;
+    named(&altered, Some((60, Invalid::OffCurve)), "(0, y)");
+    for (at, point) in [0, 120, 299].into_iter().zip(C::off_curve(6, 3)) {
+        let mut altered = points.clone();
+        altered[at] = point;
+        named(
+            &altered,
+            Some((at, Invalid::OffCurve)),
+            "a point off the curve",
         );
     }
-    // The first of several.
+    // The first of several; a point off the curve before any outside, wherever it is.
     let mut altered = points.clone();
     altered[200] = outside[0];
     altered[40] = outside[1];
-    assert_eq!(kernels.first_outside(&altered).unwrap(), Some(40));
-    assert_eq!(kernels.first_outside(&[]).unwrap(), None);
-    // In chunks of 64 (the last short): a point in a later chunk is named by its index among
-    // all, and the first of several in different chunks wins.
-    let chunked = kernels.with_points_per_dispatch(64);
-    assert_eq!(chunked.first_outside(&points).unwrap(), None);
-    assert_eq!(chunked.first_outside(&altered).unwrap(), Some(40));
+    named(&altered, Some((40, Invalid::Outside)), "two outside");
     altered[40] = points[40];
-    assert_eq!(chunked.first_outside(&altered).unwrap(), Some(200));
+    named(&altered, Some((200, Invalid::Outside)), "one outside");
+    altered[230] = C::off_curve(7, 1)[0];
+    named(
+        &altered,
+        Some((230, Invalid::OffCurve)),
+        "off the curve after outside",
+    );
 }
 
 #[test]
-fn g1_points_outside_the_subgroup_are_found_int64() {
-    finds_the_points_outside::<G1>(WideMul::Int64);
+fn g1_invalid_points_are_found_int64() {
+    finds_the_invalid_points::<G1>(WideMul::Int64);
 }
 
 #[test]
-fn g1_points_outside_the_subgroup_are_found_portable() {
-    finds_the_points_outside::<G1>(WideMul::Portable);
+fn g1_invalid_points_are_found_portable() {
+    finds_the_invalid_points::<G1>(WideMul::Portable);
 }
 
 #[test]
-fn g2_points_outside_the_subgroup_are_found_int64() {
-    finds_the_points_outside::<G2>(WideMul::Int64);
+fn g2_invalid_points_are_found_int64() {
+    finds_the_invalid_points::<G2>(WideMul::Int64);
 }
 
 #[test]
-fn g2_points_outside_the_subgroup_are_found_portable() {
-    finds_the_points_outside::<G2>(WideMul::Portable);
+fn g2_invalid_points_are_found_portable() {
+    finds_the_invalid_points::<G2>(WideMul::Portable);
 }
 
 /// A parameter file read with the GPU's checks: whole, it reads as written; with a point
-/// outside the subgroup in `l` or `b_g2`, it is refused naming the section and the index,
-/// as with the CPU's checks.
+/// outside the subgroup in `l` or `b_g2`, or off the curve in `a` or `h` (x = 0), it is
+/// refused naming the section, the index and blst's reason, as with the CPU's checks.
 fn parameter_files_are_refused_naming_the_point(wide: WideMul) {
     use wgpu_groth16::groth16::circuits::FilecoinLike;
-    use wgpu_groth16::groth16::params::{CpuSubgroupCheck, SubgroupCheck};
     use wgpu_groth16::groth16::synthesis::synthesize;
     use wgpu_groth16::groth16::{CheckRecords, Checked, ProvingParameters};
     use wgpu_groth16::Error;
@@ -173,7 +232,7 @@ fn parameter_files_are_refused_naming_the_point(wide: WideMul) {
         std::fs::write(&path, bytes).unwrap();
         path
     };
-    let read = |path: &std::path::Path, check: &dyn SubgroupCheck| {
+    let read = |path: &std::path::Path, check: &dyn CurveCheck| {
         ProvingParameters::read_checked_once_with(path, &CheckRecords::none(), check)
     };
     let (read_back, how) = read(&write(&params, "whole.params"), on_gpu).unwrap();
@@ -189,9 +248,22 @@ fn parameter_files_are_refused_naming_the_point(wide: WideMul) {
     let last = b_g2.len() - 1;
     b_g2[last] = G2::on_curve(6, 1)[0];
     bad_b.b_g2 = std::sync::Arc::new(b_g2);
-    for (bad, section, index) in [(bad_l, "l", 5), (bad_b, "b_g2", last)] {
+    let mut bad_a = params.clone();
+    let mut a = bad_a.a.to_vec();
+    a[3] = G1::off_curve(7, 1)[0];
+    bad_a.a = std::sync::Arc::new(a);
+    let mut bad_h = params.clone();
+    let mut h = bad_h.h.to_vec();
+    h[9] = G1::of_order_three()[1];
+    bad_h.h = std::sync::Arc::new(h);
+    for (bad, section, index, why) in [
+        (bad_l, "l", 5, "subgroup"),
+        (bad_b, "b_g2", last, "subgroup"),
+        (bad_a, "a", 3, "not on the curve"),
+        (bad_h, "h", 9, "x = 0"),
+    ] {
         let path = write(&bad, &format!("{section}.params"));
-        for check in [on_gpu as &dyn SubgroupCheck, &CpuSubgroupCheck] {
+        for check in [on_gpu as &dyn CurveCheck, &CpuCurveCheck] {
             match read(&path, check) {
                 Err(Error::ParamsInvalidPoint {
                     section: s,
@@ -199,7 +271,7 @@ fn parameter_files_are_refused_naming_the_point(wide: WideMul) {
                     reason,
                 }) => {
                     assert_eq!((s, i), (section, index), "{}", check.describe());
-                    assert!(reason.contains("subgroup"), "{reason}");
+                    assert!(reason.contains(why), "{reason}");
                 }
                 other => panic!("{section}: {:?}", other.map(|(_, how)| how)),
             }

@@ -18,12 +18,12 @@ use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound};
 
 use blstrs::{G1Affine, G2Affine};
-use wgpu_groth16::groth16::params::{CpuSubgroupCheck, SubgroupCheck};
+use wgpu_groth16::groth16::params::{CpuCurveCheck, CurveCheck, Invalid};
 use wgpu_groth16::groth16::{
     CheckRecords, Checked, Prover, ProverEngine, ProvingParameters, PublishedDigests,
 };
 use wgpu_groth16::sparse::MatrixBytes;
-use wgpu_groth16::subgroup::GpuSubgroupCheck;
+use wgpu_groth16::subgroup::GpuCurveCheck;
 
 use crate::error::sector_size_name;
 use crate::{Error, Result};
@@ -178,7 +178,7 @@ impl ParamsFiles {
     /// they run, by `check`.
     pub fn read_params(
         &self,
-        check: &dyn SubgroupCheck,
+        check: &dyn CurveCheck,
     ) -> wgpu_groth16::Result<(ProvingParameters, Checked)> {
         let records = CheckRecords::default_location().with_published(published_digests());
         ProvingParameters::read_checked_once_with(&self.params, &records, check)
@@ -250,7 +250,7 @@ impl ParamsFiles {
 /// one, or kernels that do not build.
 struct EngineCheck {
     engine: Arc<ProverEngine>,
-    on_gpu: OnceLock<Option<Arc<GpuSubgroupCheck>>>,
+    on_gpu: OnceLock<Option<Arc<GpuCurveCheck>>>,
 }
 
 impl EngineCheck {
@@ -261,7 +261,7 @@ impl EngineCheck {
         })
     }
 
-    fn checker(&self) -> &dyn SubgroupCheck {
+    fn checker(&self) -> &dyn CurveCheck {
         let on_gpu = self.on_gpu.get_or_init(|| {
             let gpu = self.engine.gpu_engine()?;
             gpu.subgroup_check().unwrap_or_else(|e| {
@@ -274,18 +274,20 @@ impl EngineCheck {
         });
         match on_gpu {
             Some(check) => check.as_ref(),
-            None => &CpuSubgroupCheck,
+            None => &CpuCurveCheck,
         }
     }
 }
 
-impl SubgroupCheck for EngineCheck {
-    fn first_outside_g1(&self, points: &[G1Affine]) -> wgpu_groth16::Result<Option<usize>> {
-        self.checker().first_outside_g1(points)
+type Found = wgpu_groth16::Result<Option<(usize, Invalid)>>;
+
+impl CurveCheck for EngineCheck {
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Found {
+        self.checker().first_invalid_g1(points)
     }
 
-    fn first_outside_g2(&self, points: &[G2Affine]) -> wgpu_groth16::Result<Option<usize>> {
-        self.checker().first_outside_g2(points)
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Found {
+        self.checker().first_invalid_g2(points)
     }
 
     fn describe(&self) -> String {

@@ -18,7 +18,7 @@ use hostile::{hostile, inputs_per_target, mutants};
 #[test]
 fn hostile_bytes_get_an_answer_from_every_decoder() {
     use filecoin_proofs_api::RegisteredPoStProof;
-    use wgpu_groth16::groth16::params::CpuSubgroupCheck;
+    use wgpu_groth16::groth16::params::CpuCurveCheck;
     use wgpu_groth16::groth16::{CheckRecords, ProvingParameters};
     use wgpu_groth16_filecoin::c1::C1Output;
     use wgpu_groth16_filecoin::post::PostJob;
@@ -113,11 +113,7 @@ fn hostile_bytes_get_an_answer_from_every_decoder() {
         |bytes: &[u8]| {
             std::fs::write(&path, bytes).unwrap();
             ProvingParameters::read_shape(&path)?;
-            ProvingParameters::read_checked_once_with(
-                &path,
-                &CheckRecords::none(),
-                &CpuSubgroupCheck,
-            )
+            ProvingParameters::read_checked_once_with(&path, &CheckRecords::none(), &CpuCurveCheck)
         },
     ));
 

@@ -1,8 +1,9 @@
-//! Prime-order subgroup membership of curve points on the GPU (`shaders/subgroup.wgsl`): the
-//! check a parameter file's points need once, run where the points go anyway. A point P on
-//! the curve is in the subgroup iff \[k\]P = -endo(P): on G1 k = z^2 and endo(x, y) =
-//! (beta x, y); on G2 k = |z| and endo = psi (Scott 2021). blstrs' `is_torsion_free` is the
-//! reference the tests hold it to.
+//! Curve and prime-order subgroup membership of curve points on the GPU
+//! (`shaders/subgroup.wgsl`): the checks a parameter file's points need once, run where the
+//! points go anyway. On the curve as blst's deserializer asks it; then P is in the subgroup
+//! iff \[k\]P = -endo(P): on G1 k = z^2 and endo(x, y) = (beta x, y); on G2 k = |z| and
+//! endo = psi (Scott 2021). blstrs' `is_on_curve` and `is_torsion_free` are the reference the
+//! tests hold them to.
 
 pub mod program;
 
@@ -15,7 +16,7 @@ use crate::curve::{sample_bases, GpuCurve, G1, G2};
 use crate::error::{Error, Result};
 use crate::field::GpuField;
 use crate::gpu::{Compiled, GpuContext, WideMul};
-use crate::groth16::params::{CpuSubgroupCheck, SubgroupCheck};
+use crate::groth16::params::{CpuCurveCheck, CurveCheck, Invalid};
 use crate::msm::plan::PointCosts;
 use program::{SubgroupEntry, SubgroupParams, SubgroupProgram};
 
@@ -30,13 +31,21 @@ pub trait SubgroupCurve: GpuCurve {
     fn k() -> (u128, u32);
     /// endo's coefficients.
     fn endo() -> [Self::Base; 2];
-    /// Whether `point` (on the curve) is in the subgroup, by blstrs: the reference the
-    /// kernel answers like.
+    /// b of the curve's y^2 = x^3 + b.
+    fn b() -> Self::Base;
+    /// Whether blst refuses a point with x = 0 (G1's (0, ±2), of order three) where its
+    /// deserializer checks the curve. G2 has no such point: the all-zero encoding is its
+    /// identity, and 4(1 + u) is not a square.
+    const X_ZERO_REFUSED: bool;
+    /// Whether `point` is on the curve and in the subgroup, by blstrs: the reference the
+    /// kernels answer like.
     fn in_subgroup_on_cpu(point: &Self::Affine) -> bool;
     /// A point on the curve outside the subgroup: the first x = 1, 2, ... with a square
     /// x^3 + b (outside, as blst confirms: the cofactor leaves almost no point of the curve
     /// inside).
     fn outside_point() -> Self::Affine;
+    /// (1, 1), off the curve: 1 is not 1 + b.
+    fn off_curve_point() -> Self::Affine;
 }
 
 /// p's little-endian u64 limbs, less one, divided by `d` (which must divide p - 1).
@@ -66,20 +75,30 @@ impl SubgroupCurve for G1 {
         [Fp::from(2u64).pow_vartime(p_minus_one_over(3)), Fp::ONE]
     }
 
+    fn b() -> Fp {
+        Fp::from(4u64)
+    }
+
+    const X_ZERO_REFUSED: bool = true;
+
     fn in_subgroup_on_cpu(point: &G1Affine) -> bool {
-        point.is_torsion_free().into()
+        (point.is_on_curve() & point.is_torsion_free()).into()
     }
 
     fn outside_point() -> G1Affine {
         (1u64..)
             .filter_map(|i| {
                 let x = Fp::from(i);
-                let y = Option::<Fp>::from((x.square() * x + Fp::from(4u64)).sqrt())?;
+                let y = Option::<Fp>::from((x.square() * x + Self::b()).sqrt())?;
                 let point = G1Affine::from_raw_unchecked(x, y, false);
                 (!Self::in_subgroup_on_cpu(&point)).then_some(point)
             })
             .next()
             .expect("the curve has points outside the subgroup")
+    }
+
+    fn off_curve_point() -> G1Affine {
+        G1Affine::from_raw_unchecked(Fp::ONE, Fp::ONE, false)
     }
 }
 
@@ -99,12 +118,18 @@ impl SubgroupCurve for G2 {
         })
     }
 
+    fn b() -> Fp2 {
+        Fp2::new(Fp::from(4u64), Fp::from(4u64))
+    }
+
+    const X_ZERO_REFUSED: bool = false;
+
     fn in_subgroup_on_cpu(point: &G2Affine) -> bool {
-        point.is_torsion_free().into()
+        (point.is_on_curve() & point.is_torsion_free()).into()
     }
 
     fn outside_point() -> G2Affine {
-        let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
+        let b = Self::b();
         (1u64..)
             .filter_map(|i| {
                 let x = Fp2::new(Fp::from(i), Fp::ONE);
@@ -115,9 +140,13 @@ impl SubgroupCurve for G2 {
             .next()
             .expect("the curve has points outside the subgroup")
     }
+
+    fn off_curve_point() -> G2Affine {
+        G2Affine::from_raw_unchecked(Fp2::ONE, Fp2::ONE, false)
+    }
 }
 
-/// The subgroup check of curve `C` on one device, for one wide-multiply path.
+/// The curve and subgroup checks of curve `C` on one device, for one wide-multiply path.
 pub struct SubgroupKernels<C: SubgroupCurve> {
     gpu: GpuContext,
     program: Arc<Compiled<SubgroupProgram<C>>>,
@@ -161,27 +190,35 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
         }
     }
 
-    /// Known answers: points of the subgroup pass, and one on the curve outside it is found
-    /// among them.
+    /// Known answers: points of the subgroup pass, one on the curve outside it is found
+    /// among them, and one off the curve is named before it.
     fn self_test(&self) -> Result<()> {
         let mut points = sample_bases::<C>(1, 64);
-        let clean = self.first_outside(&points)?;
+        let clean = self.first_invalid(&points)?;
         points[17] = C::outside_point();
-        let found = self.first_outside(&points)?;
-        match (clean, found) {
-            (None, Some(17)) => Ok(()),
-            answers => Err(Error::Internal(format!(
-                "the GPU's {} subgroup check answered {answers:?} on known points, not \
-                 (None, Some(17))",
-                C::NAME
-            ))),
+        let outside = self.first_invalid(&points)?;
+        points[40] = C::off_curve_point();
+        let off = self.first_invalid(&points)?;
+        let expected = (
+            None,
+            Some((17, Invalid::Outside)),
+            Some((40, Invalid::OffCurve)),
+        );
+        if (clean, outside, off) == expected {
+            return Ok(());
         }
+        Err(Error::Internal(format!(
+            "the GPU's {} curve and subgroup checks answered {:?} on known points, not {expected:?}",
+            C::NAME,
+            (clean, outside, off)
+        )))
     }
 
-    /// The index of the first of `points` outside the prime-order subgroup (they must be on
-    /// the curve, as decoding leaves them), or `None`; the identity is inside. The points go
-    /// through two buffers of one chunk, reused, and the answer is read once, after the last.
-    pub fn first_outside(&self, points: &[C::Affine]) -> Result<Option<usize>> {
+    /// The first of `points` off the curve (as blst's deserializer finds it), or where all
+    /// are on it, the first outside the prime-order subgroup; `None` where all are in it (the
+    /// identity is). The points go through two buffers of one chunk, reused, and the answers
+    /// are read once, after the last.
+    pub fn first_invalid(&self, points: &[C::Affine]) -> Found {
         if points.is_empty() {
             return Ok(None);
         }
@@ -194,66 +231,79 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
         let gpu = &self.gpu;
         let (k, k_bits) = C::k();
         let words = [0, 32, 64, 96].map(|shift| (k >> shift) as u32);
-        let endo = gpu.storage_buffer("subgroup endo", C::Base::as_bytes(&C::endo()))?;
+        let [c0, c1] = C::endo();
+        let constants =
+            gpu.storage_buffer("subgroup constants", C::Base::as_bytes(&[c0, c1, C::b()]))?;
         let chunk = points.len().min(self.points_per_dispatch);
         let bases =
             gpu.empty_storage_buffer("subgroup points", (chunk * C::AFFINE_BYTES) as u64)?;
         let sums = gpu.empty_storage_buffer("subgroup sums", (chunk * C::XYZZ_BYTES) as u64)?;
-        let first_bad = gpu.storage_buffer("subgroup first bad", &u32::MAX.to_le_bytes())?;
+        let first_bad = gpu.storage_buffer("subgroup first bad", &[0xff; 8])?;
         for (k_chunk, part) in points.chunks(chunk).enumerate() {
             // Queued after the previous chunk's passes, which read the buffer before it.
             gpu.upload(&bases, 0, C::affine_bytes(part))?;
-            let mut high = k_bits;
-            while high > 0 {
-                let low = high.saturating_sub(self.bits_per_pass);
-                let params = SubgroupParams {
-                    count: part.len() as u32,
-                    high,
-                    low,
-                    k_bits,
-                    k0: words[0],
-                    k1: words[1],
-                    k2: words[2],
-                    k3: words[3],
-                    first: (k_chunk * chunk) as u32,
-                };
+            let params = |high, low| SubgroupParams {
+                count: part.len() as u32,
+                high,
+                low,
+                k_bits,
+                k0: words[0],
+                k1: words[1],
+                k2: words[2],
+                k3: words[3],
+                first: (k_chunk * chunk) as u32,
+                x_zero_refused: u32::from(C::X_ZERO_REFUSED),
+            };
+            let dispatch = |entry, params: SubgroupParams| -> Result<()> {
                 let params = gpu.uniform_buffer("subgroup params", bytemuck::bytes_of(&params))?;
                 gpu.dispatch(
                     &self.program,
-                    SubgroupEntry,
-                    &[&params, &bases, &sums, &endo, &first_bad],
+                    entry,
+                    &[&params, &bases, &sums, &constants, &first_bad],
                     part.len() as u64,
                     1,
-                )?;
+                )
+                .map(drop)
+            };
+            dispatch(SubgroupEntry::CurveCheck, params(k_bits, 0))?;
+            let mut high = k_bits;
+            while high > 0 {
+                let low = high.saturating_sub(self.bits_per_pass);
+                dispatch(SubgroupEntry::SubgroupCheck, params(high, low))?;
                 high = low;
             }
         }
         let found = gpu.read_buffer(&first_bad)?;
-        let found = u32::from_le_bytes(found[..4].try_into().map_err(|_| {
-            Error::Internal("the subgroup check read back fewer than 4 bytes".into())
-        })?);
-        match found {
-            u32::MAX => Ok(None),
-            index if index < count => Ok(Some(index as usize)),
-            index => Err(Error::Internal(format!(
-                "the subgroup check named point {index} of {count}"
-            ))),
-        }
+        let named = |k: usize, why: Invalid| -> Result<Option<(usize, Invalid)>> {
+            let word = found.get(4 * k..4 * k + 4).ok_or_else(|| {
+                Error::Internal("the subgroup check read back fewer than 8 bytes".into())
+            })?;
+            match u32::from_le_bytes(word.try_into().expect("4 bytes")) {
+                u32::MAX => Ok(None),
+                index if index < count => Ok(Some((index as usize, why))),
+                index => Err(Error::Internal(format!(
+                    "the {why:?} check named point {index} of {count}"
+                ))),
+            }
+        };
+        // Off the curve first, as blst's deserializer would refuse it before any subgroup
+        // check: the subgroup kernel's answer for such a point means nothing.
+        Ok(named(0, Invalid::OffCurve)?.or(named(1, Invalid::Outside)?))
     }
 }
 
 /// Both curves' checks on one device: a parameter file's points checked on its GPU
-/// ([`SubgroupCheck`]).
-pub struct GpuSubgroupCheck {
+/// ([`CurveCheck`]).
+pub struct GpuCurveCheck {
     g1: SubgroupKernels<G1>,
     g2: SubgroupKernels<G2>,
 }
 
-impl GpuSubgroupCheck {
+impl GpuCurveCheck {
     /// Compiles both curves' checks and tries them on known points: a driver that computes
     /// them wrong is an error here, not a refused parameter file (or an accepted bad one).
     pub fn new(gpu: &GpuContext, wide: WideMul) -> Result<Self> {
-        let check = GpuSubgroupCheck {
+        let check = GpuCurveCheck {
             g1: SubgroupKernels::new(gpu, wide)?,
             g2: SubgroupKernels::new(gpu, wide)?,
         };
@@ -263,28 +313,27 @@ impl GpuSubgroupCheck {
     }
 }
 
+type Found = Result<Option<(usize, Invalid)>>;
+
 /// The GPU's answer, or the CPU's where the GPU failed (a lost device): the check is never
 /// skipped for it.
-fn or_on_cpu(
-    on_gpu: Result<Option<usize>>,
-    on_cpu: impl FnOnce() -> Result<Option<usize>>,
-) -> Result<Option<usize>> {
+fn or_on_cpu(on_gpu: Found, on_cpu: impl FnOnce() -> Found) -> Found {
     on_gpu.or_else(|e| {
-        log::warn!("subgroup check on the GPU failed ({e}): checking on the CPU");
+        log::warn!("curve and subgroup checks on the GPU failed ({e}): checking on the CPU");
         on_cpu()
     })
 }
 
-impl SubgroupCheck for GpuSubgroupCheck {
-    fn first_outside_g1(&self, points: &[G1Affine]) -> Result<Option<usize>> {
-        or_on_cpu(self.g1.first_outside(points), || {
-            CpuSubgroupCheck.first_outside_g1(points)
+impl CurveCheck for GpuCurveCheck {
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Found {
+        or_on_cpu(self.g1.first_invalid(points), || {
+            CpuCurveCheck.first_invalid_g1(points)
         })
     }
 
-    fn first_outside_g2(&self, points: &[G2Affine]) -> Result<Option<usize>> {
-        or_on_cpu(self.g2.first_outside(points), || {
-            CpuSubgroupCheck.first_outside_g2(points)
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Found {
+        or_on_cpu(self.g2.first_invalid(points), || {
+            CpuCurveCheck.first_invalid_g2(points)
         })
     }
 

@@ -12,15 +12,21 @@ use crate::uniform_layout;
 /// The subgroup check over curve `C`.
 pub struct SubgroupProgram<C>(PhantomData<C>);
 
-/// Its one entry point.
+/// Its entry points: on the curve, then in the subgroup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SubgroupEntry;
+pub enum SubgroupEntry {
+    CurveCheck,
+    SubgroupCheck,
+}
 
 impl EntryPoint for SubgroupEntry {
-    const ALL: &'static [Self] = &[SubgroupEntry];
+    const ALL: &'static [Self] = &[SubgroupEntry::CurveCheck, SubgroupEntry::SubgroupCheck];
 
     fn name(self) -> &'static str {
-        "subgroup_check"
+        match self {
+            SubgroupEntry::CurveCheck => "curve_check",
+            SubgroupEntry::SubgroupCheck => "subgroup_check",
+        }
     }
 
     fn workgroup_size(self) -> u32 {
@@ -43,6 +49,8 @@ pub struct SubgroupParams {
     pub k3: u32,
     /// The index, among all the points checked, of this dispatch's first point.
     pub first: u32,
+    /// 1 where a point with x = 0 is off the curve for blst (G1).
+    pub x_zero_refused: u32,
 }
 
 impl<C: SubgroupCurve> Program for SubgroupProgram<C> {
@@ -51,7 +59,7 @@ impl<C: SubgroupCurve> Program for SubgroupProgram<C> {
         Binding::Uniform,   // params
         Binding::ReadOnly,  // points
         Binding::ReadWrite, // sums
-        Binding::ReadOnly,  // endo
+        Binding::ReadOnly,  // constants
         Binding::ReadWrite, // first_bad
     ];
     const UNIFORMS: &'static [(u32, UniformLayout)] = &[(
@@ -66,6 +74,7 @@ impl<C: SubgroupCurve> Program for SubgroupProgram<C> {
             k2,
             k3,
             first,
+            x_zero_refused,
         }),
     )];
 

@@ -117,11 +117,11 @@ pub fn subgroup_kernels<C: wgpu_groth16::subgroup::SubgroupCurve>(
 }
 
 /// Both curves' subgroup checks on the native adapter.
-pub fn subgroup_check(wide: WideMul) -> Option<&'static wgpu_groth16::subgroup::GpuSubgroupCheck> {
-    use wgpu_groth16::subgroup::GpuSubgroupCheck;
+pub fn subgroup_check(wide: WideMul) -> Option<&'static wgpu_groth16::subgroup::GpuCurveCheck> {
+    use wgpu_groth16::subgroup::GpuCurveCheck;
     let gpu = gpu_with_path(Target::Native, wide)?;
     Some(built_once((Target::Native, wide, "subgroup check"), || {
-        GpuSubgroupCheck::new(gpu, wide).expect("subgroup kernels compile")
+        GpuCurveCheck::new(gpu, wide).expect("subgroup kernels compile")
     }))
 }
 

@@ -22,7 +22,7 @@ use crate::msm::{MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scal
 use crate::ntt::{HInput, NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, DeviceMatrices, MatrixBytes, ProductLayouts, SparseKernels};
-use crate::subgroup::GpuSubgroupCheck;
+use crate::subgroup::GpuCurveCheck;
 use crate::{Error, Result};
 
 /// The kernels of one device, compiled once.
@@ -35,7 +35,7 @@ pub struct GpuEngine {
     /// Compiled on first use: only proofs of recorded constraint systems need it.
     sparse: Mutex<Option<Arc<SparseKernels>>>,
     /// Compiled on first use: only a parameter file's first read needs it.
-    subgroup: Mutex<Option<Arc<GpuSubgroupCheck>>>,
+    subgroup: Mutex<Option<Arc<GpuCurveCheck>>>,
     /// Held by the worker whose proof is in its staging stage (uploads).
     staging: Mutex<()>,
     /// Held by the worker whose proof is in its compute stage (its kernels and results).
@@ -248,7 +248,7 @@ impl GpuEngine {
     /// The subgroup checks of a parameter file's points on this device, or `None` on a
     /// software adapter, where blst on the CPU is faster (lavapipe does ~10^7 field
     /// multiplications a second; a point's check takes a few thousand).
-    pub fn subgroup_check(&self) -> Result<Option<Arc<GpuSubgroupCheck>>> {
+    pub fn subgroup_check(&self) -> Result<Option<Arc<GpuCurveCheck>>> {
         if self.gpu.info.device_type == wgpu::DeviceType::Cpu {
             return Ok(None);
         }
@@ -256,7 +256,7 @@ impl GpuEngine {
         if let Some(check) = &*subgroup {
             return Ok(Some(check.clone()));
         }
-        let check = Arc::new(GpuSubgroupCheck::new(&self.gpu, self.ntt.wide_mul())?);
+        let check = Arc::new(GpuCurveCheck::new(&self.gpu, self.ntt.wide_mul())?);
         *subgroup = Some(check.clone());
         Ok(Some(check))
     }

@@ -44,8 +44,8 @@ pub use records::{CheckRecords, Checked, PublishedDigests, PUBLISHED_DIGEST_BYTE
 
 use file::{ParamsFile, Sections, Source};
 use points::{
-    combine, decode_all, decode_hashed, first_off_curve, hash_in_order, hash_section,
-    write_section, FilePoint, G1_SIZE, G2_SIZE,
+    combine, decode_all, decode_hashed, hash_in_order, hash_section, write_section, FilePoint,
+    G1_SIZE, G2_SIZE,
 };
 
 use super::circuits::SizeBounds;
@@ -154,7 +154,7 @@ impl ProvingParameters {
     /// checked: that digest is computed beside the decode, in order over private copies
     /// whose section digests must be those of the points decoded.
     pub fn read_checked_once(path: &Path, records: &CheckRecords) -> Result<(Self, Checked)> {
-        Self::read_checked_once_with(path, records, &CpuSubgroupCheck)
+        Self::read_checked_once_with(path, records, &CpuCurveCheck)
     }
 
     /// [`read_checked_once`](Self::read_checked_once), the subgroup checks (where they
@@ -162,7 +162,7 @@ impl ProvingParameters {
     pub fn read_checked_once_with(
         path: &Path,
         records: &CheckRecords,
-        check: &dyn SubgroupCheck,
+        check: &dyn CurveCheck,
     ) -> Result<(Self, Checked)> {
         let file = ParamsFile::open(path)?;
         Self::read_checked_once_from(&file, path, records, check)
@@ -173,7 +173,7 @@ impl ProvingParameters {
         file: &ParamsFile,
         path: &Path,
         records: &CheckRecords,
-        check: &dyn SubgroupCheck,
+        check: &dyn CurveCheck,
     ) -> Result<(Self, Checked)> {
         let start = Instant::now();
         let sections = Sections::split(file)?;
@@ -268,9 +268,9 @@ impl ProvingParameters {
 
     /// Every point of `h`, `l`, `a`, `b_g1` and `b_g2`, decoded by its coordinates alone, a
     /// run of [`CHECK_RUN`] points at a time until `stop` is set: on the curve as blst's
-    /// deserializer requires (on the CPU), then in the subgroup by `check`. The error names
-    /// a bad point, with blst's reason.
-    fn check_points(&self, check: &dyn SubgroupCheck, stop: &AtomicBool) -> Result<()> {
+    /// deserializer requires and in the subgroup, by `check`. The error names a bad point,
+    /// with blst's reason.
+    fn check_points(&self, check: &dyn CurveCheck, stop: &AtomicBool) -> Result<()> {
         for (section, points) in [
             ("h", &self.h),
             ("l", &self.l),
@@ -278,11 +278,11 @@ impl ProvingParameters {
             ("b_g1", &self.b_g1),
         ] {
             check_runs(section, points, CHECK_RUN, stop, |run| {
-                check.first_outside_g1(run)
+                check.first_invalid_g1(run)
             })?;
         }
         check_runs("b_g2", &self.b_g2, CHECK_RUN, stop, |run| {
-            check.first_outside_g2(run)
+            check.first_invalid_g2(run)
         })
     }
 
@@ -496,37 +496,37 @@ impl ParamsShape {
 const CHECK_RUN: usize = 1 << 22;
 
 /// [`ProvingParameters::check_points`] of one section, `run` points at a time,
-/// `first_outside` its subgroup check.
+/// `first_invalid` its curve and subgroup checks.
 fn check_runs<P: FilePoint>(
     section: &'static str,
     points: &[P],
     run: usize,
     stop: &AtomicBool,
-    first_outside: impl Fn(&[P]) -> Result<Option<usize>> + Sync,
+    first_invalid: impl Fn(&[P]) -> Result<Option<(usize, Invalid)>>,
 ) -> Result<()> {
-    let invalid = |index: usize, reason: &str| Error::ParamsInvalidPoint {
-        section,
-        index,
-        reason: reason.into(),
-    };
     for (k, points) in points.chunks(run).enumerate() {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let at = k * run;
-        // The subgroup check (on the GPU) runs beside the curve check (on the CPU's cores);
-        // a point off the curve is named before one outside the subgroup, as blst would.
-        let (off_curve, outside) =
-            rayon::join(|| first_off_curve(points), || first_outside(points));
-        if let Some((index, reason)) = off_curve {
-            return Err(invalid(at + index, reason));
-        }
-        if let Some(index) = outside? {
-            return Err(invalid(
-                at + index,
-                "on the curve but not in the prime-order subgroup",
-            ));
-        }
+        let Some((index, why)) = first_invalid(points)? else {
+            continue;
+        };
+        let reason = match why {
+            // blst's own reason, asked of the one point.
+            Invalid::OffCurve => points[index].off_curve().ok_or_else(|| {
+                Error::Internal(format!(
+                    "the curve check named point {} of {section} off the curve; blst finds \
+                     it on the curve",
+                    k * run + index
+                ))
+            })?,
+            Invalid::Outside => "on the curve but not in the prime-order subgroup",
+        };
+        return Err(Error::ParamsInvalidPoint {
+            section,
+            index: k * run + index,
+            reason: reason.into(),
+        });
     }
     Ok(())
 }
@@ -627,34 +627,45 @@ fn hash_published(sections: &Sections<'_, ParamsFile>, stop: &AtomicBool) -> Opt
     })
 }
 
-/// What finds the points outside their prime-order subgroups when a parameter file's points
-/// are checked: the CPU ([`CpuSubgroupCheck`]) or a GPU's kernels
-/// ([`GpuSubgroupCheck`](crate::subgroup::GpuSubgroupCheck)). Points are on the curve.
-pub trait SubgroupCheck: Sync {
-    /// The index of the first point outside the subgroup, if any.
-    fn first_outside_g1(&self, points: &[G1Affine]) -> Result<Option<usize>>;
-    fn first_outside_g2(&self, points: &[G2Affine]) -> Result<Option<usize>>;
+/// What finds the points off the curve or outside their prime-order subgroups when a
+/// parameter file's points are checked: the CPU ([`CpuCurveCheck`]) or a GPU's kernels
+/// ([`GpuCurveCheck`](crate::subgroup::GpuCurveCheck)).
+pub trait CurveCheck: Sync {
+    /// The first point off the curve (as blst's deserializer finds it), or where all are on
+    /// it, the first outside the prime-order subgroup.
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Result<Option<(usize, Invalid)>>;
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Result<Option<(usize, Invalid)>>;
     /// Where the checks run, for logs.
     fn describe(&self) -> String;
 }
 
-/// blst's checks on every core.
-pub struct CpuSubgroupCheck;
-
-fn first_outside_on_cpu<P: FilePoint>(points: &[P]) -> Option<usize> {
-    points
-        .par_iter()
-        .with_min_len(1024)
-        .position_first(|p| !p.on_curve_in_subgroup())
+/// Why a [`CurveCheck`] names a point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    /// Not on the curve, as blst's deserializer finds it.
+    OffCurve,
+    /// On the curve, outside the prime-order subgroup.
+    Outside,
 }
 
-impl SubgroupCheck for CpuSubgroupCheck {
-    fn first_outside_g1(&self, points: &[G1Affine]) -> Result<Option<usize>> {
-        Ok(first_outside_on_cpu(points))
+/// blst's checks on every core.
+pub struct CpuCurveCheck;
+
+fn first_invalid_on_cpu<P: FilePoint>(points: &[P]) -> Option<(usize, Invalid)> {
+    let first =
+        |invalid: fn(&P) -> bool| points.par_iter().with_min_len(1024).position_first(invalid);
+    first(|p| p.off_curve().is_some())
+        .map(|index| (index, Invalid::OffCurve))
+        .or_else(|| first(|p| !p.on_curve_in_subgroup()).map(|index| (index, Invalid::Outside)))
+}
+
+impl CurveCheck for CpuCurveCheck {
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Result<Option<(usize, Invalid)>> {
+        Ok(first_invalid_on_cpu(points))
     }
 
-    fn first_outside_g2(&self, points: &[G2Affine]) -> Result<Option<usize>> {
-        Ok(first_outside_on_cpu(points))
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Result<Option<(usize, Invalid)>> {
+        Ok(first_invalid_on_cpu(points))
     }
 
     fn describe(&self) -> String {
@@ -667,8 +678,9 @@ mod tests {
     use super::*;
 
     /// Runs of points are checked with their offset in the section: a bad point in a later
-    /// run is named by its index in the section, off the curve before outside the subgroup,
-    /// and a stop before a run ends the checks there.
+    /// run is named by its index in the section, with blst's reason where it is off the
+    /// curve; a check that names a point blst finds on the curve is an error of its own; a
+    /// stop before a run ends the checks there.
     #[test]
     fn check_runs_name_points_by_their_index_in_the_section() {
         use group::{Curve, Group};
@@ -678,8 +690,12 @@ mod tests {
         let mut off = points.clone();
         off[7] = G1Affine::from_raw_unchecked(points[7].y(), points[7].x(), false);
         let outside = points[8];
-        let outside_at_8 = |run: &[G1Affine]| -> Result<Option<usize>> {
-            Ok(run.iter().position(|p| *p == outside))
+        let check = |run: &[G1Affine]| CpuCurveCheck.first_invalid_g1(run);
+        let outside_at_8 = |run: &[G1Affine]| -> Result<Option<(usize, Invalid)>> {
+            Ok(check(run)?.or_else(|| {
+                let index = run.iter().position(|p| *p == outside)?;
+                Some((index, Invalid::Outside))
+            }))
         };
         let go = AtomicBool::new(false);
         let named = |result: Result<()>| match result {
@@ -692,6 +708,11 @@ mod tests {
         assert_eq!(index, 8);
         assert!(reason.contains("subgroup"), "{reason}");
         assert!(check_runs("h", &points, 3, &AtomicBool::new(true), outside_at_8).is_ok());
+        let (index, reason) = named(check_runs("h", &off, 3, &go, check)).unwrap();
+        assert_eq!((index, reason.as_str()), (7, "not on the curve"));
+        let wrongly_off = |run: &[G1Affine]| Ok(Some((run.len() - 1, Invalid::OffCurve)));
+        let err = check_runs("h", &points, 3, &go, wrongly_off).unwrap_err();
+        assert!(matches!(err, Error::Internal(_)), "{err:?}");
     }
 
     /// A file cut short after it was opened (another process truncating it, or rewriting it
@@ -723,7 +744,7 @@ mod tests {
                     file,
                     &path,
                     &CheckRecords::none(),
-                    &CpuSubgroupCheck,
+                    &CpuCurveCheck,
                 )
                 .map(drop)
             },

@@ -206,7 +206,7 @@ enum Decode {
     /// Their coordinates only ([`FilePoint::from_coordinates`]); an encoding that
     /// has a flag set or a coordinate not below the modulus goes to blst, which refuses it
     /// (or reads the compressed point it holds) as bellperson does. Whether each is on the
-    /// curve is left to [`first_off_curve`].
+    /// curve is left to a [`CurveCheck`](super::CurveCheck).
     Coordinates,
 }
 
@@ -223,16 +223,6 @@ fn decode<P: FilePoint>(
             None => decode_point(section, index, bytes, PointCheck::Unchecked, true),
         },
     }
-}
-
-/// The first of `points` that blst's deserializer would have refused, and why: for points
-/// decoded by their coordinates alone, from a file no record vouches for.
-pub(super) fn first_off_curve<P: FilePoint>(points: &[P]) -> Option<(usize, &'static str)> {
-    points
-        .par_iter()
-        .with_min_len(4096)
-        .position_first(|p| p.off_curve().is_some())
-        .and_then(|index| Some((index, points[index].off_curve()?)))
 }
 
 /// Points per run: read into one private copy (and hashed, where asked) at once.
@@ -298,7 +288,7 @@ pub(super) fn decode_all<P: FilePoint, S: Source + ?Sized>(
 }
 
 /// Decodes a section by its points' coordinates (neither on the curve nor in the subgroup
-/// yet: [`first_off_curve`] and a subgroup check follow where no record vouches for the
+/// yet: a [`CurveCheck`](super::CurveCheck) follows where no record vouches for the
 /// digest) and hashes it: each run of points is read into a private copy, hashed and decoded
 /// from the copy (so a file changing meanwhile cannot slip other points past the hash), and
 /// the section's digest is the hash of its count and its runs' hashes in order.
