@@ -110,9 +110,11 @@ fn montgomery_r2() -> Fp {
 }
 
 /// The big-endian coordinates of `bytes` (48 bytes each) in Montgomery form, if the first
-/// byte's three flag bits are clear and each is below the modulus.
+/// byte's three flag bits are clear, each is below the modulus, and not all are zero (blst
+/// refuses that encoding; read by its coordinates it would be G2's identity, which passes
+/// the curve and subgroup checks).
 fn coordinates<const N: usize>(bytes: &[u8]) -> Option<[Fp; N]> {
-    if bytes.len() != N * 48 || bytes[0] & 0xe0 != 0 {
+    if bytes.len() != N * 48 || bytes[0] & 0xe0 != 0 || bytes.iter().all(|&b| b == 0) {
         return None;
     }
     let r2 = montgomery_r2();
@@ -505,6 +507,14 @@ mod tests {
         off[95] ^= 1;
         let off = G1Affine::from_coordinates(&off).unwrap();
         assert_eq!(off.off_curve(), Some(NOT_ON_THE_CURVE));
+        // The all-zero encoding goes to blst too, which refuses it as bellperson does: read
+        // by its coordinates it would be G2's identity, on the curve and in the subgroup.
+        assert!(G1Affine::from_coordinates(&[0; G1_SIZE]).is_none());
+        assert!(G2Affine::from_coordinates(&[0; G2_SIZE]).is_none());
+        for how in [Decode::Coordinates, Decode::Bellperson(PointCheck::Checked)] {
+            assert!(decode::<G1Affine>("a", 0, &[0; G1_SIZE], how).is_err());
+            assert!(decode::<G2Affine>("b_g2", 0, &[0; G2_SIZE], how).is_err());
+        }
     }
 
     #[test]
