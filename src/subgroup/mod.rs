@@ -168,8 +168,8 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
             C::Base::mul_loop_trips(wide),
         )
         .with_loop_cap(gpu.loop_cap());
-        // A doubling and an addition a bit at most, and the comparison's three products after
-        // them.
+        // A doubling and an addition a bit at most (18 products, less than two of the MSM's
+        // additions), and the comparison's six products after them.
         let bits_per_pass = (costs.iterations_under_cap().saturating_sub(4) / 2).max(1);
         Ok(SubgroupKernels {
             gpu: gpu.clone(),
@@ -215,12 +215,24 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
     }
 
     /// The first of `points` off the curve (as blst's deserializer finds it), or where all
-    /// are on it, the first outside the prime-order subgroup; `None` where all are in it (the
-    /// identity is). The points go through two buffers of one chunk, reused, and the answers
-    /// are read once, after the last.
+    /// are on it, the first outside the prime-order subgroup; `None` where all are in it.
     pub fn first_invalid(&self, points: &[C::Affine]) -> Found {
+        let findings = self.findings(points)?;
+        // Off the curve first, as blst's deserializer would refuse it before any subgroup
+        // check: the subgroup kernel's answer for such a point means nothing.
+        Ok(findings
+            .off_curve
+            .map(|index| (index, Invalid::OffCurve))
+            .or(findings.outside.map(|index| (index, Invalid::Outside))))
+    }
+
+    /// Both kernels' answers over `points`: the first off the curve, and the first whose
+    /// subgroup check fails (on the curve or not; the identity passes). The points go
+    /// through two buffers of one chunk, reused, and the answers are read once, after the
+    /// last.
+    pub fn findings(&self, points: &[C::Affine]) -> Result<Findings> {
         if points.is_empty() {
-            return Ok(None);
+            return Ok(Findings::default());
         }
         let count = u32::try_from(points.len()).map_err(|_| {
             Error::InvalidInput(format!(
@@ -237,7 +249,9 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
         let chunk = points.len().min(self.points_per_dispatch);
         let bases =
             gpu.empty_storage_buffer("subgroup points", (chunk * C::AFFINE_BYTES) as u64)?;
-        let sums = gpu.empty_storage_buffer("subgroup sums", (chunk * C::XYZZ_BYTES) as u64)?;
+        // Jacobian sums: three coordinates, an affine point's two and a half more.
+        let jacobian_bytes = C::AFFINE_BYTES / 2 * 3;
+        let sums = gpu.empty_storage_buffer("subgroup sums", (chunk * jacobian_bytes) as u64)?;
         let first_bad = gpu.storage_buffer("subgroup first bad", &[0xff; 8])?;
         for (k_chunk, part) in points.chunks(chunk).enumerate() {
             // Queued after the previous chunk's passes, which read the buffer before it.
@@ -274,22 +288,32 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
             }
         }
         let found = gpu.read_buffer(&first_bad)?;
-        let named = |k: usize, why: Invalid| -> Result<Option<(usize, Invalid)>> {
+        let index = |k: usize| -> Result<Option<usize>> {
             let word = found.get(4 * k..4 * k + 4).ok_or_else(|| {
-                Error::Internal("the subgroup check read back fewer than 8 bytes".into())
+                Error::Internal("the curve and subgroup checks read back fewer than 8 bytes".into())
             })?;
             match u32::from_le_bytes(word.try_into().expect("4 bytes")) {
                 u32::MAX => Ok(None),
-                index if index < count => Ok(Some((index as usize, why))),
+                index if index < count => Ok(Some(index as usize)),
                 index => Err(Error::Internal(format!(
-                    "the {why:?} check named point {index} of {count}"
+                    "the curve and subgroup checks named point {index} of {count}"
                 ))),
             }
         };
-        // Off the curve first, as blst's deserializer would refuse it before any subgroup
-        // check: the subgroup kernel's answer for such a point means nothing.
-        Ok(named(0, Invalid::OffCurve)?.or(named(1, Invalid::Outside)?))
+        Ok(Findings {
+            off_curve: index(0)?,
+            outside: index(1)?,
+        })
     }
+}
+
+/// What [`SubgroupKernels::findings`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// The first point off the curve.
+    pub off_curve: Option<usize>,
+    /// The first point whose subgroup check failed.
+    pub outside: Option<usize>,
 }
 
 /// Both curves' checks on one device: a parameter file's points checked on its GPU
