@@ -221,7 +221,7 @@ fn parameter_files_are_refused_naming_the_point(wide: WideMul) {
     use wgpu_groth16::groth16::{CheckRecords, Checked, ProvingParameters};
     use wgpu_groth16::Error;
 
-    let Some(on_gpu) = common::subgroup_check(wide) else {
+    let Some(on_gpu) = common::curve_check(wide) else {
         return;
     };
     let shape = synthesize(FilecoinLike::new(6, 1).unwrap())

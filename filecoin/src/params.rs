@@ -264,9 +264,9 @@ impl EngineCheck {
     fn checker(&self) -> &dyn CurveCheck {
         let on_gpu = self.on_gpu.get_or_init(|| {
             let gpu = self.engine.gpu_engine()?;
-            gpu.subgroup_check().unwrap_or_else(|e| {
+            gpu.curve_check().unwrap_or_else(|e| {
                 log::warn!(
-                    "the subgroup check does not build on {} ({e}): checking on the CPU",
+                    "the curve and subgroup checks do not build on {} ({e}): checking on the CPU",
                     gpu.gpu().describe()
                 );
                 None

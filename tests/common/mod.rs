@@ -116,8 +116,8 @@ pub fn subgroup_kernels<C: wgpu_groth16::subgroup::SubgroupCurve>(
     }))
 }
 
-/// Both curves' subgroup checks on the native adapter.
-pub fn subgroup_check(wide: WideMul) -> Option<&'static wgpu_groth16::subgroup::GpuCurveCheck> {
+/// Both curves' curve and subgroup checks on the native adapter.
+pub fn curve_check(wide: WideMul) -> Option<&'static wgpu_groth16::subgroup::GpuCurveCheck> {
     use wgpu_groth16::subgroup::GpuCurveCheck;
     let gpu = gpu_with_path(Target::Native, wide)?;
     Some(built_once((Target::Native, wide, "subgroup check"), || {

@@ -35,7 +35,7 @@ pub struct GpuEngine {
     /// Compiled on first use: only proofs of recorded constraint systems need it.
     sparse: Mutex<Option<Arc<SparseKernels>>>,
     /// Compiled on first use: only a parameter file's first read needs it.
-    subgroup: Mutex<Option<Arc<GpuCurveCheck>>>,
+    curve_check: Mutex<Option<Arc<GpuCurveCheck>>>,
     /// Held by the worker whose proof is in its staging stage (uploads).
     staging: Mutex<()>,
     /// Held by the worker whose proof is in its compute stage (its kernels and results).
@@ -151,7 +151,7 @@ impl GpuEngine {
             g2: MsmKernels::new(&gpu, wide, msm)?.with_pool(pool.clone()),
             ntt: NttKernels::new(&gpu, wide)?.with_pool(pool.clone()),
             sparse: Mutex::new(None),
-            subgroup: Mutex::new(None),
+            curve_check: Mutex::new(None),
             pool,
             gpu,
             staging: Mutex::new(()),
@@ -245,19 +245,19 @@ impl GpuEngine {
         Ok(kernels)
     }
 
-    /// The subgroup checks of a parameter file's points on this device, or `None` on a
-    /// software adapter, where blst on the CPU is faster (lavapipe does ~10^7 field
-    /// multiplications a second; a point's check takes a few thousand).
-    pub fn subgroup_check(&self) -> Result<Option<Arc<GpuCurveCheck>>> {
+    /// The curve and subgroup checks of a parameter file's points on this device, or `None`
+    /// on a software adapter, where blst on the CPU is faster (lavapipe does ~10^7 field
+    /// multiplications a second; a point's check takes a thousand or more).
+    pub fn curve_check(&self) -> Result<Option<Arc<GpuCurveCheck>>> {
         if self.gpu.info.device_type == wgpu::DeviceType::Cpu {
             return Ok(None);
         }
-        let mut subgroup = self.subgroup.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(check) = &*subgroup {
+        let mut built = self.curve_check.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(check) = &*built {
             return Ok(Some(check.clone()));
         }
         let check = Arc::new(GpuCurveCheck::new(&self.gpu, self.ntt.wide_mul())?);
-        *subgroup = Some(check.clone());
+        *built = Some(check.clone());
         Ok(Some(check))
     }
 

@@ -511,9 +511,15 @@ fn check_runs<P: FilePoint>(
         let Some((index, why)) = first_invalid(points)? else {
             continue;
         };
+        let named = points.get(index).ok_or_else(|| {
+            Error::Internal(format!(
+                "the curve check named point {index} of a run of {}",
+                points.len()
+            ))
+        })?;
         let reason = match why {
             // blst's own reason, asked of the one point.
-            Invalid::OffCurve => points[index].off_curve().ok_or_else(|| {
+            Invalid::OffCurve => named.off_curve().ok_or_else(|| {
                 Error::Internal(format!(
                     "the curve check named point {} of {section} off the curve; blst finds \
                      it on the curve",
@@ -712,6 +718,9 @@ mod tests {
         assert_eq!((index, reason.as_str()), (7, "not on the curve"));
         let wrongly_off = |run: &[G1Affine]| Ok(Some((run.len() - 1, Invalid::OffCurve)));
         let err = check_runs("h", &points, 3, &go, wrongly_off).unwrap_err();
+        assert!(matches!(err, Error::Internal(_)), "{err:?}");
+        let past_the_run = |run: &[G1Affine]| Ok(Some((run.len(), Invalid::Outside)));
+        let err = check_runs("h", &points, 3, &go, past_the_run).unwrap_err();
         assert!(matches!(err, Error::Internal(_)), "{err:?}");
     }
 
