@@ -249,7 +249,7 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
         let chunk = points.len().min(self.points_per_dispatch);
         let bases =
             gpu.empty_storage_buffer("subgroup points", (chunk * C::AFFINE_BYTES) as u64)?;
-        // Jacobian sums: three coordinates, an affine point's two and a half more.
+        // Jacobian sums: three coordinates, half as large again as an affine point.
         let jacobian_bytes = C::AFFINE_BYTES / 2 * 3;
         let sums = gpu.empty_storage_buffer("subgroup sums", (chunk * jacobian_bytes) as u64)?;
         let first_bad = gpu.storage_buffer("subgroup first bad", &[0xff; 8])?;
