@@ -31,7 +31,8 @@
 #               from 32 clients, 10% of them cut short, cancelled or sent twice, then a
 #               flood of 200 past --max-pending 64: answers against the daemon's counters,
 #               latency, RSS and VRAM over time
-#               (`wgpu-groth16-daemon soak`; ~3 min of setup, then est. ~10 min)
+#               (`wgpu-groth16-daemon soak`; ~3 min of setup, then est. ~10 min);
+#               soak_setup and soak_run are its parts
 #   streamed    G1 MSMs of 2^27 with every base streamed, by chunk size and window count,
 #               beside resident runs cut alike; then two and four streamed MSMs together,
 #               and G2 at 2^26 (~10 min)
@@ -237,15 +238,30 @@ c2() {
 }
 
 soak() {
-    local sector=$work/sector c1=$work/c1.json
+    soak_setup
+    soak_run
+}
+
+# soak in parts, for device calls too short for all of it; soak_run needs the files
+# soak_setup left in $work, on the same machine.
+soak_setup() {
+    local sector=$work/sector
     rm -rf "$sector" && mkdir -p "$sector" "$FIL_PROOFS_PARAMETER_CACHE"
     wgf setup --proof StackedDrg2KiBV1_1 --seed 1
     wgf setup --proof StackedDrg2KiBV1_1 --winning-post --seed 1
-    wgf seal --proof StackedDrg2KiBV1_1 --miner-id 1000 --sector-id 7 --dir "$sector" --out "$c1"
+    wgf seal --proof StackedDrg2KiBV1_1 --miner-id 1000 --sector-id 7 --dir "$sector" \
+        --out "$work/c1.json"
+}
+
+soak_run() {
+    if [ ! -f "$work/c1.json" ]; then
+        echo "no $work/c1.json: run soak_setup first, on this machine" >&2
+        return 1
+    fi
     start_daemon "$work/soak-daemon.log" --listen 127.0.0.1:9821 --jobs-per-gpu 2 \
         --max-pending 64 --preload porep-2k
-    "$bin/wgpu-groth16-daemon" soak --address http://127.0.0.1:9821 --c1 "$c1" \
-        --miner-id 1000 --sector-id 7 --winning-sector "$sector" --clients 32 \
+    "$bin/wgpu-groth16-daemon" soak --address http://127.0.0.1:9821 --c1 "$work/c1.json" \
+        --miner-id 1000 --sector-id 7 --winning-sector "$work/sector" --clients 32 \
         --jobs "${SOAK_JOBS:-2000}" --anomalies 10 --flood 200 --sample-every 10 || true
     kill "$daemon"
     wait "$daemon" || true

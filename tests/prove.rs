@@ -491,6 +491,8 @@ fn bases_over_the_budget_stream_and_proofs_still_equal_bellperson() {
     let plan = prover.plan().expect("a plan on the GPU").clone();
     assert!(!plan.all_resident(&footprint), "{plan:?}");
     assert!(plan.streams[0], "{plan:?}");
+    // B's G2 MSM runs beside A's and B's G1 ones (its bases stream too).
+    assert!(plan.g2_beside_g1(), "{plan:?}");
     assert_eq!(prover.workers(), plan.proofs_in_flight.min(8));
     let circuit = FilecoinLike::new(10, 3).unwrap();
     let (r, s) = (Scalar::random(rng(80)), Scalar::random(rng(81)));
@@ -674,7 +676,10 @@ fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
     };
     for (streamed, seed) in [(false, 33), (true, 37)] {
         let pairs = |plan: &DevicePlan| {
-            plan.proof == ProofBuffers::ProductsInPairs && plan.matrices_streamed == streamed
+            // Both queries' scalars gathered at once, B's G2 MSM beside the G1 ones.
+            plan.proof == ProofBuffers::ProductsInPairs
+                && plan.matrices_streamed == streamed
+                && plan.g2_beside_g1()
         };
         let report = prove_within_the_smallest_budget(&engine, seed, pairs, Told::MatricesLater);
         assert_products_and_gathers_on_the_device(&report, streamed);

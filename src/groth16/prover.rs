@@ -710,9 +710,9 @@ impl Prover {
             })?;
             (h_and_l, Some(placed))
         };
-        // One query's scalars at a time where gathered: a proof holds the aux values and
-        // one query's scalars (a few kernels, a step of their own, so that each step's time
-        // is its own work).
+        // A query's scalars, gathered on the device (a few kernels, a step of their own, so
+        // that each step's time is its own work) or taken from those placed. Where the plan
+        // gathers one query at a time, a proof holds the aux values and one query's scalars.
         let mut scalars = |query: Query, report: &mut ProveReport| match &mut placed {
             Some(placed) => Ok(std::mem::replace(
                 &mut placed[query.index()],
@@ -725,21 +725,58 @@ impl Prover {
 
         let a_len = inputs.len() + a_aux_density.total();
         let b_len = b_input_density.total() + b_aux_density.total();
-        let a_scalars = scalars(Query::A, report)?;
-        let a = self.step(lane, Step::MsmA, report, || {
-            let bases = engine.bases(&params.a, resident.map(|r| &r.a));
-            engine.msm::<G1>(&bases, &a_scalars, a_len)
-        })?;
-        drop(a_scalars);
-        let b_scalars = scalars(Query::B, report)?;
-        let b_g1 = self.step(lane, Step::MsmBG1, report, || {
-            let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
-            engine.msm::<G1>(&bases, &b_scalars, b_len)
-        })?;
-        let b_g2 = self.step(lane, Step::MsmBG2, report, || {
+        let msm_a = |a_scalars: &E::Vector<'_>, report: &mut ProveReport| {
+            self.step(lane, Step::MsmA, report, || {
+                let bases = engine.bases(&params.a, resident.map(|r| &r.a));
+                engine.msm::<G1>(&bases, a_scalars, a_len)
+            })
+        };
+        let msm_b_g1 = |b_scalars: &E::Vector<'_>, report: &mut ProveReport| {
+            self.step(lane, Step::MsmBG1, report, || {
+                let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
+                engine.msm::<G1>(&bases, b_scalars, b_len)
+            })
+        };
+        let msm_b_g2 = |b_scalars: &E::Vector<'_>| {
             let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
-            engine.msm::<G2>(&bases, &b_scalars, b_len)
-        })?;
+            engine.msm::<G2>(&bases, b_scalars, b_len)
+        };
+        let (a, b_g1, b_g2) = if resident.is_some_and(|r| r.plan.g2_beside_g1()) {
+            // B's G2 MSM on a thread of its own beside A's and B's G1 MSMs: its time is the
+            // upload of its streamed bases, which then runs beside their kernels. Its
+            // workspace and stream buffers are G2's own, in the plan beside G1's, and the
+            // plan holds both queries' scalars at once.
+            let b_scalars = scalars(Query::B, report)?;
+            let a_scalars = scalars(Query::A, report)?;
+            let g2_lane = format!("{lane} G2");
+            let (g1, (b_g2, g2_time)) = std::thread::scope(|scope| {
+                let g2 = scope.spawn(|| {
+                    let start = Instant::now();
+                    let label = Step::MsmBG2.label();
+                    let sum = self.span(&g2_lane, label, || msm_b_g2(&b_scalars));
+                    (sum, start.elapsed())
+                });
+                let g1 = (|| {
+                    let a = msm_a(&a_scalars, report)?;
+                    Ok::<_, Error>((a, msm_b_g1(&b_scalars, report)?))
+                })();
+                let g2 = g2
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (g1, g2)
+            });
+            report.record(Step::MsmBG2, g2_time);
+            let (a, b_g1) = g1?;
+            (a, b_g1, b_g2?)
+        } else {
+            let a_scalars = scalars(Query::A, report)?;
+            let a = msm_a(&a_scalars, report)?;
+            drop(a_scalars);
+            let b_scalars = scalars(Query::B, report)?;
+            let b_g1 = msm_b_g1(&b_scalars, report)?;
+            let b_g2 = self.step(lane, Step::MsmBG2, report, || msm_b_g2(&b_scalars))?;
+            (a, b_g1, b_g2)
+        };
         Ok(MsmResults {
             h,
             l,

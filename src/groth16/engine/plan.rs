@@ -444,6 +444,13 @@ impl DevicePlan {
         )
     }
 
+    /// Whether a proof's B G2 MSM runs beside its A and B G1 MSMs: where G2's bases stream
+    /// (its time is then their upload) and the proof holds both queries' scalars at once
+    /// (every mode but [`ProofBuffers::ProductsInParts`], which gathers one at a time).
+    pub fn g2_beside_g1(&self) -> bool {
+        self.streams[1] && self.proof != ProofBuffers::ProductsInParts
+    }
+
     /// Whether every base is resident.
     pub fn all_resident(&self, footprint: &Footprint) -> bool {
         self.streams == [false, false]
@@ -635,9 +642,11 @@ mod tests {
         let plan = DevicePlan::new(&f, 23_357 << 20, 2).unwrap();
         assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
         assert!(!plan.matrices_streamed, "{plan:?}");
+        assert!(plan.g2_beside_g1(), "{plan:?}");
         let plan = DevicePlan::new(&f, 15_165 << 20, 2).unwrap();
         assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
         assert!(plan.matrices_streamed, "{plan:?}");
+        assert!(plan.g2_beside_g1(), "{plan:?}");
         // At 12 GiB the products beside the H step in parts (8 GiB at most with the aux
         // values off the device for its passes; 10 GiB with them, which left the products
         // to the CPU).
@@ -645,6 +654,10 @@ mod tests {
         assert_eq!(plan.proof, ProofBuffers::ProductsInParts, "{plan:?}");
         assert!(plan.matrices_streamed, "{plan:?}");
         assert_eq!(plan.proof_bytes, 8 * GIB);
+        assert!(
+            !plan.g2_beside_g1(),
+            "one query's scalars at a time: {plan:?}"
+        );
     }
 
     #[test]
@@ -652,6 +665,7 @@ mod tests {
         let f = shape_2_27();
         let plan = DevicePlan::new(&f, 130 * GIB, 2).unwrap();
         assert!(plan.all_resident(&f));
+        assert!(!plan.g2_beside_g1(), "G2's bases resident");
         assert_eq!(plan.proof, ProofBuffers::Resident);
         assert_eq!(plan.proofs_in_flight, 2);
         assert_eq!(plan.kept_bytes, f.chunks[0].kept, "the largest chunks");
