@@ -81,6 +81,30 @@ pub async fn serve(
     served
 }
 
+/// Host blocks of this many bytes and more are mapped for themselves and unmapped as they are
+/// freed, once [`fix_mmap_threshold`] has run: glibc's default threshold, kept.
+pub const MMAP_THRESHOLD: usize = 128 << 10;
+
+/// Fixes glibc's mmap threshold at [`MMAP_THRESHOLD`] for this process; whether it was set
+/// (false off glibc). Left to itself, glibc raises the threshold to the size of each mapped
+/// block freed (up to 32 MiB, and the trim threshold to twice that), so that a prover's
+/// vectors then come from the arena of whichever thread allocates them, which keeps them
+/// once freed. Each job's batch starts threads (its synthesis pool, its steps), which take
+/// up to 8 arenas a core in turn: a daemon's resident set grew with every job it proved
+/// (2,409 to 2,567 MiB over a 2,000-job soak on an H100) while its live heap did not.
+pub fn fix_mmap_threshold() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // Setting it also stops glibc from moving it (and the trim threshold).
+        // SAFETY: mallopt takes any parameter and value, and refuses those it does not know.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// The largest request accepted: a 64 GiB sector's C1 output with room to spare.
 pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 

@@ -247,6 +247,8 @@ fn serve(
     preload: &[String],
     lanes: Lanes,
 ) -> Result<ExitCode, String> {
+    // Before any thread starts: memory freed after a job goes back to the system.
+    wgpu_groth16_daemon::fix_mmap_threshold();
     let selector = device.selector().map_err(|e| e.to_string())?;
     let config = ProverConfig {
         backend: Backend::gpu_unless_disabled(selector),
