@@ -812,7 +812,7 @@ fn concurrent_batches_share_one_proof_slot(mode: ProofBuffers) {
     let mut spans = timeline.spans();
     spans.sort_by_key(|span| span.start);
     // B's G2 MSM runs on a lane of its own beside the G1 MSMs where G2's bases stream.
-    let proof_lane = |lane: &str| lane.strip_suffix(" G2").unwrap_or(lane).to_string();
+    use wgpu_groth16::groth16::report::proof_lane;
     let mut holding = std::collections::HashSet::new();
     let mut events: Vec<(std::time::Duration, i32)> = Vec::new();
     for span in spans {
@@ -821,7 +821,7 @@ fn concurrent_batches_share_one_proof_slot(mode: ProofBuffers) {
             if holding.insert(span.lane.clone()) {
                 events.push((span.start, 1));
             }
-        } else if name == Step::MsmBG2.label() && holding.remove(&proof_lane(&span.lane)) {
+        } else if name == Step::MsmBG2.label() && holding.remove(proof_lane(&span.lane)) {
             events.push((span.end, -1));
         }
     }

@@ -21,7 +21,7 @@ use super::engine::{
     select_on_host, DevicePlan, Engine, ProverConfig, ProverEngine, Query, ResidentParams, Work,
 };
 use super::params::ProvingParameters;
-use super::report::{ProveReport, Step};
+use super::report::{g2_lane, ProveReport, Step};
 use super::synthesis::ProvingAssignment;
 use crate::curve::{G1, G2};
 use crate::gpu::waits::Stage;
@@ -748,7 +748,7 @@ impl Prover {
             // plan holds both queries' scalars at once.
             let b_scalars = scalars(Query::B, report)?;
             let a_scalars = scalars(Query::A, report)?;
-            let g2_lane = format!("{lane} G2");
+            let g2_lane = g2_lane(lane);
             let (g1, (b_g2, g2_time)) = std::thread::scope(|scope| {
                 let g2 = scope.spawn(|| {
                     let start = Instant::now();

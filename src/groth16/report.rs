@@ -100,6 +100,20 @@ pub fn worker_lane(device: usize, worker: usize) -> String {
     format!("{}{worker}", device_lanes(device))
 }
 
+/// What the lane of a worker's B G2 MSM adds to the worker's, where that MSM runs beside
+/// the G1 ones.
+const G2_BESIDE: &str = " G2";
+
+/// The timeline lane of a worker's B G2 MSM where it runs beside the G1 MSMs.
+pub fn g2_lane(worker_lane: &str) -> String {
+    format!("{worker_lane}{G2_BESIDE}")
+}
+
+/// The worker's lane `lane` belongs to: itself, or the worker whose B G2 MSM ran on it.
+pub fn proof_lane(lane: &str) -> &str {
+    lane.strip_suffix(G2_BESIDE).unwrap_or(lane)
+}
+
 /// What a circuit's synthesis span is named in a timeline, before the circuit's index.
 const SYNTHESIZE: &str = "synthesize ";
 
