@@ -381,6 +381,24 @@ async fn prove(
         .unwrap()
 }
 
+/// The most jobs one loaded parameter set counted at once, polled until `answered` jobs have
+/// completed or failed.
+async fn most_jobs_on_one_set_until(
+    client: &mut ProvingEngineClient<Channel>,
+    answered: u64,
+) -> u32 {
+    let mut most = 0;
+    loop {
+        let status = get_status(client).await;
+        let counted = status.loaded_srs.iter().map(|s| s.ref_count).max();
+        most = most.max(counted.unwrap_or(0));
+        if status.total_proofs_completed + status.total_proofs_failed == answered {
+            return most;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 async fn get_status(client: &mut ProvingEngineClient<Channel>) -> GetStatusResponse {
     client
         .get_status(GetStatusRequest {})
@@ -931,16 +949,7 @@ fn a_2kib_c2_over_the_wire_equals_bellperson() {
         // --benchmark-jobs`), proved without its checks.
         let second = submit(&mut client, request("c2-2", common::MINER_ID)).await;
         let third = submit(&mut client, benchmark_request("c2-3")).await;
-        let mut most_in_flight = 0;
-        loop {
-            let status = get_status(&mut client).await;
-            let counted = status.loaded_srs.iter().map(|s| s.ref_count).max();
-            most_in_flight = most_in_flight.max(counted.unwrap_or(0));
-            if status.total_proofs_completed + status.total_proofs_failed == 3 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let most_in_flight = most_jobs_on_one_set_until(&mut client, 3).await;
         assert_eq!(most_in_flight, 2, "the two jobs did not prove at once");
         let done = wait(&mut client, &second.job_id, 0).await;
         assert!(done.proof == expected);
@@ -1203,16 +1212,7 @@ fn winning_posts_on_a_gpu_share_its_parameters_and_report_its_pool() {
             submit(&mut client, winning.request("lane-a", 2048)).await,
             submit(&mut client, winning.request("lane-b", 2048)).await,
         ];
-        let mut most_in_flight = 0;
-        loop {
-            let status = get_status(&mut client).await;
-            let counted = status.loaded_srs.iter().map(|s| s.ref_count).max();
-            most_in_flight = most_in_flight.max(counted.unwrap_or(0));
-            if status.total_proofs_completed + status.total_proofs_failed == 3 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let most_in_flight = most_jobs_on_one_set_until(&mut client, 3).await;
         assert_eq!(most_in_flight, 2, "the two jobs did not prove at once");
         for job in jobs {
             let done = wait(&mut client, &job.job_id, 0).await;
