@@ -672,64 +672,12 @@ impl Prover {
                 engine.msm::<G1>(&bases, &l_scalars, aux.len())
             })
         };
-        let a_len = inputs.len() + a_aux_density.total();
-        let b_len = b_input_density.total() + b_aux_density.total();
-        let msm_a = |a_scalars: &E::Vector<'_>, report: &mut ProveReport| {
-            self.step(lane, Step::MsmA, report, || {
-                let bases = engine.bases(&params.a, resident.map(|r| &r.a));
-                engine.msm::<G1>(&bases, a_scalars, a_len)
-            })
-        };
-        let msm_b_g1 = |b_scalars: &E::Vector<'_>, report: &mut ProveReport| {
-            self.step(lane, Step::MsmBG1, report, || {
-                let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
-                engine.msm::<G1>(&bases, b_scalars, b_len)
-            })
-        };
-        let msm_b_g2 = |b_scalars: &E::Vector<'_>| {
-            let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
-            engine.msm::<G2>(&bases, b_scalars, b_len)
-        };
-        let b_one_after_the_other = |b_scalars: &E::Vector<'_>, report: &mut ProveReport| {
-            let b_g1 = msm_b_g1(b_scalars, report)?;
-            let b_g2 = self.step(lane, Step::MsmBG2, report, || msm_b_g2(b_scalars))?;
-            Ok::<_, Error>((b_g1, b_g2))
-        };
-        // Where G2's bases stream, B's G2 MSM is bound by their upload: it runs on a thread
-        // of its own beside G1 MSMs, whose kernels leave the bus idle. Its workspace and
-        // stream buffers are G2's own, in the plan beside G1's.
-        let g2_beside = resident.is_some_and(|r| r.plan.g2_beside_g1());
-        let (h, l, a, b_g1, b_g2) = if engine.selects_on_device(device_matrices.as_deref()) {
-            // A query's scalars gathered on the device: a few kernels, a step of their own,
-            // so that each step's time is its own work.
-            let gather = |query: Query, report: &mut ProveReport| {
-                self.step(lane, Step::Gather, report, || {
-                    engine.gather(assignment, device_matrices.as_deref(), &l_scalars, query)
-                })
-            };
+        // The A and B scalars placed on the device (or kept on the host), both at once, or
+        // `None`: gathered on the device, each before its MSMs.
+        let ((h, l), mut placed) = if engine.selects_on_device(device_matrices.as_deref()) {
             h_step(&mut abc, report)?;
-            if g2_beside {
-                // B's scalars first, in the room b and c leave, so that B's G2 MSM runs
-                // beside every G1 MSM from H's on (the plan holds h, the L and the B
-                // scalars at once).
-                let b_scalars = gather(Query::B, report)?;
-                let g1 = |report: &mut ProveReport| {
-                    let h = msm_h(&mut abc, report)?;
-                    let l = msm_l(report)?;
-                    let a = msm_a(&gather(Query::A, report)?, report)?;
-                    Ok((h, l, a, msm_b_g1(&b_scalars, report)?))
-                };
-                let ((h, l, a, b_g1), b_g2) =
-                    self.beside_b_g2(lane, report, || msm_b_g2(&b_scalars), g1)?;
-                (h, l, a, b_g1, b_g2)
-            } else {
-                // One query's scalars at a time: the plan may hold the L scalars and one.
-                let h = msm_h(&mut abc, report)?;
-                let l = msm_l(report)?;
-                let a = msm_a(&gather(Query::A, report)?, report)?;
-                let (b_g1, b_g2) = b_one_after_the_other(&gather(Query::B, report)?, report)?;
-                (h, l, a, b_g1, b_g2)
-            }
+            let h = msm_h(&mut abc, report)?;
+            ((h, msm_l(report)?), None)
         } else {
             // The selection runs on a thread of its own beside this worker's steps, not as
             // a rayon task beside them: on the CPU engine the H step then ran on a rayon
@@ -756,25 +704,78 @@ impl Prover {
                 (h_and_l, selected)
             });
             report.record(Step::ScalarSelection, selection_time);
-            let (h, l) = h_and_l?;
-            // The A and B scalars placed on the device (or kept on the host), both at once.
-            let [a_scalars, b_scalars] = self.step(lane, Step::Gather, report, || {
+            let h_and_l = h_and_l?;
+            let placed = self.step(lane, Step::Gather, report, || {
                 engine.place_selected(selected, &l_scalars)
             })?;
-            if g2_beside {
-                let g1 = |report: &mut ProveReport| {
+            (h_and_l, Some(placed))
+        };
+        // A query's scalars, gathered on the device (a few kernels, a step of their own, so
+        // that each step's time is its own work) or taken from those placed. Where the plan
+        // gathers one query at a time, a proof holds the aux values and one query's scalars.
+        let mut scalars = |query: Query, report: &mut ProveReport| match &mut placed {
+            Some(placed) => Ok(std::mem::replace(
+                &mut placed[query.index()],
+                engine.vector(&[]),
+            )),
+            None => self.step(lane, Step::Gather, report, || {
+                engine.gather(assignment, device_matrices.as_deref(), &l_scalars, query)
+            }),
+        };
+
+        let a_len = inputs.len() + a_aux_density.total();
+        let b_len = b_input_density.total() + b_aux_density.total();
+        let msm_a = |a_scalars: &E::Vector<'_>, report: &mut ProveReport| {
+            self.step(lane, Step::MsmA, report, || {
+                let bases = engine.bases(&params.a, resident.map(|r| &r.a));
+                engine.msm::<G1>(&bases, a_scalars, a_len)
+            })
+        };
+        let msm_b_g1 = |b_scalars: &E::Vector<'_>, report: &mut ProveReport| {
+            self.step(lane, Step::MsmBG1, report, || {
+                let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
+                engine.msm::<G1>(&bases, b_scalars, b_len)
+            })
+        };
+        let msm_b_g2 = |b_scalars: &E::Vector<'_>| {
+            let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
+            engine.msm::<G2>(&bases, b_scalars, b_len)
+        };
+        let (a, b_g1, b_g2) = if resident.is_some_and(|r| r.plan.g2_beside_g1()) {
+            // B's G2 MSM on a thread of its own beside A's and B's G1 MSMs: its time is the
+            // upload of its streamed bases, which then runs beside their kernels. Its
+            // workspace and stream buffers are G2's own, in the plan beside G1's, and the
+            // plan holds both queries' scalars at once.
+            let b_scalars = scalars(Query::B, report)?;
+            let a_scalars = scalars(Query::A, report)?;
+            let g2_lane = g2_lane(lane);
+            let (g1, (b_g2, g2_time)) = std::thread::scope(|scope| {
+                let g2 = scope.spawn(|| {
+                    let start = Instant::now();
+                    let label = Step::MsmBG2.label();
+                    let sum = self.span(&g2_lane, label, || msm_b_g2(&b_scalars));
+                    (sum, start.elapsed())
+                });
+                let g1 = (|| {
                     let a = msm_a(&a_scalars, report)?;
-                    Ok((a, msm_b_g1(&b_scalars, report)?))
-                };
-                let ((a, b_g1), b_g2) =
-                    self.beside_b_g2(lane, report, || msm_b_g2(&b_scalars), g1)?;
-                (h, l, a, b_g1, b_g2)
-            } else {
-                let a = msm_a(&a_scalars, report)?;
-                drop(a_scalars);
-                let (b_g1, b_g2) = b_one_after_the_other(&b_scalars, report)?;
-                (h, l, a, b_g1, b_g2)
-            }
+                    Ok::<_, Error>((a, msm_b_g1(&b_scalars, report)?))
+                })();
+                let g2 = g2
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (g1, g2)
+            });
+            report.record(Step::MsmBG2, g2_time);
+            let (a, b_g1) = g1?;
+            (a, b_g1, b_g2?)
+        } else {
+            let a_scalars = scalars(Query::A, report)?;
+            let a = msm_a(&a_scalars, report)?;
+            drop(a_scalars);
+            let b_scalars = scalars(Query::B, report)?;
+            let b_g1 = msm_b_g1(&b_scalars, report)?;
+            let b_g2 = self.step(lane, Step::MsmBG2, report, || msm_b_g2(&b_scalars))?;
+            (a, b_g1, b_g2)
         };
         Ok(MsmResults {
             h,
@@ -783,32 +784,6 @@ impl Prover {
             b_g1,
             b_g2,
         })
-    }
-
-    /// Runs `g1` (a proof's G1 MSMs from some step on) on this thread beside `b_g2` (its B
-    /// G2 MSM) on a thread of its own, which the timeline shows on the worker's G2 lane.
-    fn beside_b_g2<T>(
-        &self,
-        lane: &str,
-        report: &mut ProveReport,
-        b_g2: impl FnOnce() -> Result<G2Projective> + Send,
-        g1: impl FnOnce(&mut ProveReport) -> Result<T>,
-    ) -> Result<(T, G2Projective)> {
-        let g2_lane = g2_lane(lane);
-        let (g1, (b_g2, g2_time)) = std::thread::scope(|scope| {
-            let g2 = scope.spawn(|| {
-                let start = Instant::now();
-                let sum = self.span(&g2_lane, Step::MsmBG2.label(), b_g2);
-                (sum, start.elapsed())
-            });
-            let g1 = g1(report);
-            let g2 = g2
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (g1, g2)
-        });
-        report.record(Step::MsmBG2, g2_time);
-        Ok((g1?, b_g2?))
     }
 }
 

@@ -27,9 +27,8 @@ use crate::{Error, Result};
 pub struct Footprint {
     /// One vector of the H step's domain (a, b and c each take one).
     pub domain_vector: u64,
-    /// The L, A and B scalar vectors of one proof. A and B are made in the room a, b and c
-    /// leave: B after the H step (where B's G2 MSM runs beside the G1 ones), A after the H
-    /// MSM.
+    /// The L, A and B scalar vectors of one proof. A and B are made after the H step and
+    /// the H MSM, in the room a, b and c leave.
     pub scalar_vectors: [u64; 3],
     /// The H step in parts: one domain vector and one of its parts.
     pub h_in_parts: u64,
@@ -48,23 +47,18 @@ pub struct Footprint {
 
 impl Footprint {
     /// One proof's buffers with its scalars on the device: a, b, c and the L scalars, then
-    /// h beside the L and B scalars (B's G2 MSM beside the G1 MSMs from H's on), then L, A
-    /// and B.
+    /// L, A and B.
     pub fn resident_proof(&self) -> u64 {
-        (3 * self.domain_vector + self.scalar_vectors[0]).max(self.h_beside_scalars())
+        let [l, a, b] = self.scalar_vectors;
+        (3 * self.domain_vector + l).max(l + a + b)
     }
 
     /// [`ProofBuffers::ProductsInPairs`]: the L scalars and two of a, b, c (or, for a proof
     /// whose a, b, c come from the host, one and a part of another: the H step in parts),
-    /// then h beside the L and B scalars, then L, A and B.
+    /// then L, A and B.
     pub fn paired_proof(&self) -> u64 {
-        (2 * self.domain_vector + self.scalar_vectors[0]).max(self.h_beside_scalars())
-    }
-
-    /// After the H step: h beside the L and B scalars, then the L, A and B scalars.
-    fn h_beside_scalars(&self) -> u64 {
         let [l, a, b] = self.scalar_vectors;
-        (self.domain_vector + l + b).max(l + a + b)
+        (2 * self.domain_vector + l).max(l + a + b)
     }
 
     /// [`ProofBuffers::ProductsInParts`]: the L scalars (the aux values) beside one product
@@ -450,11 +444,9 @@ impl DevicePlan {
         )
     }
 
-    /// Whether a proof's B G2 MSM runs beside its G1 MSMs (from H's on where the B scalars
-    /// are gathered on the device, else beside A's and B's): where G2's bases stream (its
-    /// time is then their upload) and the proof holds the B scalars beside h or the A
-    /// scalars (every mode but [`ProofBuffers::ProductsInParts`], which gathers one query at
-    /// a time).
+    /// Whether a proof's B G2 MSM runs beside its A and B G1 MSMs: where G2's bases stream
+    /// (its time is then their upload) and the proof holds both queries' scalars at once
+    /// (every mode but [`ProofBuffers::ProductsInParts`], which gathers one at a time).
     pub fn g2_beside_g1(&self) -> bool {
         self.streams[1] && self.proof != ProofBuffers::ProductsInParts
     }
