@@ -157,6 +157,10 @@ pub enum BenchCommand {
         /// fewer on the portable path, where llvmpipe's loop cap bounds them (the error names the most).
         #[arg(long)]
         segment: Option<u32>,
+        /// Sorted entries per thread on the accumulation's levels that no longer fill the
+        /// GPU, 4..=1024 (default 8; at most the segment).
+        #[arg(long)]
+        tail_segment: Option<u32>,
         /// Every window this many bits (default: chosen from n).
         #[arg(long, conflicts_with = "windows")]
         window_bits: Option<u32>,

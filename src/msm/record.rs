@@ -327,7 +327,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             timer: PassTimer::new(
                 gpu,
                 kernels.config.profile,
-                3 * steps.len() + 2 * jobs.len(),
+                (3 + plan.level_bounds.len()) * steps.len() + 2 * jobs.len(),
             ),
         })
     }
@@ -403,9 +403,12 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             pass.set_bind_group(0, &groups[0], &[chunk_params]);
             pass.dispatch_workgroups(point_grid.0, point_grid.1, plan.layout.windows);
         }
-        {
-            let mut pass = encoder.begin_compute_pass(&self.timer.pass("accumulate"));
-            for (level, &bound) in plan.level_bounds.iter().enumerate() {
+        // A pass per level, so that a profile shows what each level costs.
+        for (level, &bound) in plan.level_bounds.iter().enumerate() {
+            let timed_as = format!("accumulate level {level}");
+            let mut pass = encoder
+                .begin_compute_pass(&self.timer.pass_timed_as("accumulate", timed_as.into()));
+            {
                 let entry = if level == 0 {
                     MsmEntry::AccumulateBases
                 } else {
@@ -427,7 +430,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
     /// and bases from their copies to the kernels' use.
     fn clear_counts(&self, encoder: &mut wgpu::CommandEncoder, step: Step) {
         let group = self.bind(step, 0);
-        let mut pass = encoder.begin_compute_pass(&Default::default());
+        let mut pass = encoder.begin_compute_pass(&self.timer.pass("clear counts"));
         pass.set_pipeline(self.kernels.msm.pipeline(MsmEntry::ClearCounts));
         pass.set_bind_group(0, &group, &[self.params.offset(self.slots_block)]);
         let (x, y) = self.grid(MsmEntry::ClearCounts, self.plan.count_slots());

@@ -2,12 +2,13 @@
 
 use crate::error::Result;
 use crate::gpu::GpuContext;
+use std::borrow::Cow;
 
 /// Timestamps around compute passes, when asked for and available; otherwise every pass
 /// descriptor is the default and nothing is recorded.
 pub(super) struct PassTimer {
     queries: Option<(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
-    labels: std::cell::RefCell<Vec<&'static str>>,
+    labels: std::cell::RefCell<Vec<Cow<'static, str>>>,
     capacity: usize,
 }
 
@@ -43,11 +44,21 @@ impl PassTimer {
     }
 
     pub(super) fn pass(&self, label: &'static str) -> wgpu::ComputePassDescriptor<'_> {
+        self.pass_timed_as(label, label.into())
+    }
+
+    /// A pass labelled `label`, its time reported under `timed_as` (one of several passes
+    /// of one kind, each its own line in a profile).
+    pub(super) fn pass_timed_as(
+        &self,
+        label: &'static str,
+        timed_as: Cow<'static, str>,
+    ) -> wgpu::ComputePassDescriptor<'_> {
         let mut labels = self.labels.borrow_mut();
         let timestamp_writes = match &self.queries {
             Some((set, _, _)) if labels.len() < self.capacity => {
                 let index = 2 * labels.len() as u32;
-                labels.push(label);
+                labels.push(timed_as);
                 Some(wgpu::ComputePassTimestampWrites {
                     query_set: set,
                     beginning_of_pass_write_index: Some(index),
@@ -84,7 +95,7 @@ impl PassTimer {
         let mut out: Vec<(String, f64)> = Vec::new();
         for (i, label) in self.labels.borrow().iter().enumerate() {
             let ms = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period_ns / 1e6;
-            match out.iter_mut().find(|(l, _)| l == label) {
+            match out.iter_mut().find(|(l, _)| l == label.as_ref()) {
                 Some((_, total)) => *total += ms,
                 None => out.push((label.to_string(), ms)),
             }

@@ -144,6 +144,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             path,
             profile,
             segment,
+            tail_segment,
             window_bits,
             windows,
             reduction_threads,
@@ -163,6 +164,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                 config: MsmConfig {
                     profile,
                     segment,
+                    tail_segment,
                     window_bits,
                     windows,
                     reduction_threads,

@@ -22,6 +22,9 @@ pub struct MsmConfig {
     /// [`PointCosts::longest_segment`]): smaller means more parallel and more levels.
     /// `None` takes the curve's default (`GpuCurve::SEGMENT`).
     pub segment: Option<u32>,
+    /// Entries a thread takes on the accumulation levels past [`FULL_LEVEL_THREADS`]
+    /// ([`SEGMENTS`], at most the segment). `None` takes [`TAIL_SEGMENT`].
+    pub tail_segment: Option<u32>,
     /// Force every window to this many bits (4..=[`MAX_WINDOW_BITS`]).
     pub window_bits: Option<u32>,
     /// Force this many windows ([`WINDOW_COUNTS`]), of mixed widths ([`WindowLayout::mixed`]).
@@ -138,6 +141,17 @@ impl MsmPlan {
             }
             Some(t) => t,
         };
+        let tail_segment = match config.tail_segment {
+            None => TAIL_SEGMENT,
+            Some(t) if SEGMENTS.contains(&t) => t,
+            Some(t) => {
+                return Err(Error::InvalidInput(format!(
+                    "a tail segment of {t} entries is outside {}..={}",
+                    SEGMENTS.start(),
+                    SEGMENTS.end()
+                )))
+            }
+        };
         let candidates: Vec<WindowLayout> = match (config.window_bits, config.windows) {
             (Some(_), Some(_)) => {
                 return Err(Error::InvalidInput(
@@ -241,7 +255,7 @@ impl MsmPlan {
             level_segments.push(if next.div_ceil(segment as u64) >= FULL_LEVEL_THREADS {
                 segment
             } else {
-                segment.min(TAIL_SEGMENT)
+                segment.min(tail_segment)
             });
         }
         Ok(MsmPlan {
