@@ -20,12 +20,7 @@
 //    segment edge leaves a partial sum, and the partials (two slots per segment, still
 //    sorted) form the next level's list. Chunks after the first start each key's first run
 //    from the bucket the earlier chunks left (`fold`), so every chunk adds into one array.
-//    Key 1 (digits ±1 of window 0, the first key of the list) is not carried through the
-//    levels: level 0 leaves each of its runs in its segment's first slot, and
-//    msm_fold_hot adds those slots into the hot slots after the buckets (their chain of
-//    levels every chunk cost a streamed MSM of 0/1 scalars more than its additions).
-// 5. msm_store_hot puts the hot slots' total in key 1's bucket; then
-//    msm_reduce_groups + msm_sum_pairs: per window, sum_b b * bucket[b] by running sums
+// 5. msm_reduce_groups + msm_sum_pairs: per window, sum_b b * bucket[b] by running sums
 //    over groups of buckets, in parallel, then a pairwise tree over the groups; the host
 //    combines the windows.
 
@@ -259,9 +254,7 @@ fn accumulate_segment(seg: u32, from_bases: bool) {
     var run_start = start;
     var run_has_sums = from_bases;
     var acc = xyzz_identity();
-    // Key 1 never starts from its bucket: msm_store_hot writes that bucket once, at the end.
-    let hot_first = run_key == HOT_KEY;
-    if (fold && !hot_first && (start == 0u || entry_key(start - 1u, true) != run_key)) { acc = buckets[run_key]; }
+    if (fold && (start == 0u || entry_key(start - 1u, true) != run_key)) { acc = buckets[run_key]; }
     // Slots default to placeholders; written to memory at once rather than held in
     // registers, which the point sums need.
     keys_out[2u * seg] = run_key | PLACEHOLDER;
@@ -276,10 +269,7 @@ fn accumulate_segment(seg: u32, from_bases: bool) {
             let starts_here = run_start > start || start == 0u || entry_key(start - 1u, from_bases) != run_key;
             let ends_here = i < end || end == len || entry_key(end, from_bases) != run_key;
             // A run of placeholders only stores nothing, and its slot stays a placeholder.
-            // Key 1 at level 0 goes to its slot (the segment's first: it is the list's
-            // first key) for msm_fold_hot, even where the run ends here.
-            let hot = from_bases && run_key == HOT_KEY;
-            if (run_has_sums && starts_here && ends_here && !hot) {
+            if (run_has_sums && starts_here && ends_here) {
                 buckets[run_key] = acc;
             } else if (run_has_sums) {
                 var slot = 2u * seg + 1u;
@@ -315,41 +305,6 @@ fn msm_accumulate_bases(@builtin(global_invocation_id) id: vec3<u32>, @builtin(n
 @compute @workgroup_size(64)
 fn msm_accumulate_partials(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     accumulate_segment(thread_index(id, groups), false);
-}
-
-// Hot slot m: after the buckets, `params.count` of them.
-fn hot_slot(m: u32) -> u32 { return window_first_key(params.windows) + m; }
-
-// Between levels 0 and 1 (over level 1's list, `params.level` = 1): key 1's runs sit in the
-// first slots of the first segments of level 0, one each. Thread m adds the slots of
-// segments m, m + count, ... while they hold key 1 into hot slot m, and marks them taken
-// (placeholders), so that the levels above never see key 1.
-@compute @workgroup_size(64)
-fn msm_fold_hot(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let m = thread_index(id, groups);
-    if (m >= params.count) { return; }
-    let len = lengths[params.level];
-    if (2u * m >= len || keys_in[2u * m] != HOT_KEY) { return; }
-    var acc = buckets[hot_slot(m)];
-    for (var k = 2u * m; k < len; k += 2u * params.count) {
-        if (keys_in[k] != HOT_KEY) { break; }
-        acc = xyzz_add(acc, points_in[k]);
-        keys_in[k] = HOT_KEY | PLACEHOLDER;
-    }
-    buckets[hot_slot(m)] = acc;
-}
-
-// After the last chunk, the hot slots' total into key 1's bucket (which no level wrote), in
-// a few dispatches: threads t < params.level sum slots t, t + level, ... below
-// params.count into slot t; the last dispatch (level 1) stores thread 0's sum, the total.
-@compute @workgroup_size(64)
-fn msm_store_hot(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let t = thread_index(id, groups);
-    if (t >= params.level) { return; }
-    var acc = xyzz_identity();
-    for (var m = t; m < params.count; m += params.level) { acc = xyzz_add(acc, buckets[hot_slot(m)]); }
-    buckets[hot_slot(t)] = acc;
-    if (params.level == 1u) { buckets[HOT_KEY] = acc; }
 }
 
 // sum_{b in group} b * bucket[b] for one group of one window. Running sums from the top give

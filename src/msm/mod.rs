@@ -496,7 +496,7 @@ impl<C: GpuCurve> MsmKernels<C> {
                 });
             }
             for _ in 1..running.len() {
-                let bytes = plan.bucket_slots() * xyzz;
+                let bytes = plan.layout.total_buckets() * xyzz;
                 extra_buckets.push(self.device_buffer("msm buckets", bytes)?);
             }
             Ok(())

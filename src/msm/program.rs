@@ -20,8 +20,6 @@ pub enum MsmEntry {
     Scatter,
     AccumulateBases,
     AccumulatePartials,
-    FoldHot,
-    StoreHot,
     ReduceGroups,
     SumPairs,
 }
@@ -37,8 +35,6 @@ impl EntryPoint for MsmEntry {
         MsmEntry::Scatter,
         MsmEntry::AccumulateBases,
         MsmEntry::AccumulatePartials,
-        MsmEntry::FoldHot,
-        MsmEntry::StoreHot,
         MsmEntry::ReduceGroups,
         MsmEntry::SumPairs,
     ];
@@ -51,8 +47,6 @@ impl EntryPoint for MsmEntry {
             MsmEntry::Scatter => "msm_scatter",
             MsmEntry::AccumulateBases => "msm_accumulate_bases",
             MsmEntry::AccumulatePartials => "msm_accumulate_partials",
-            MsmEntry::FoldHot => "msm_fold_hot",
-            MsmEntry::StoreHot => "msm_store_hot",
             MsmEntry::ReduceGroups => "msm_reduce_groups",
             MsmEntry::SumPairs => "msm_sum_pairs",
         }

@@ -131,9 +131,6 @@ fn steps(job_chunks: &[Vec<Chunk>], bases_of_job: &[usize]) -> Vec<Step> {
     steps
 }
 
-/// msm_store_hot's threads each sum this many hot slots a dispatch.
-const HOT_SUM_SHARE: usize = 16;
-
 /// Everything the jobs' passes bind, made once for all their steps.
 struct Recording<'a, C: GpuCurve> {
     kernels: &'a MsmKernels<C>,
@@ -148,9 +145,6 @@ struct Recording<'a, C: GpuCurve> {
     params: UniformArray,
     reduce_block: usize,
     slots_block: usize,
-    hot_block: usize,
-    /// msm_store_hot's dispatches, their threads; their blocks follow `hot_block`.
-    hot_sums: Vec<usize>,
     strides: Vec<u32>,
     scan_lens: Vec<u64>,
     scan_params: UniformArray,
@@ -287,18 +281,6 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         blocks.extend(strides.iter().map(|&s| params_of(0, s as usize, false)));
         let slots_block = blocks.len();
         blocks.push(params_of(plan.count_slots() as usize, 0, false));
-        // msm_fold_hot over the hot slots, reading level 1's list length; then msm_store_hot
-        // sums them a sixteenth at a time, a dispatch of that many threads each.
-        let hot_block = blocks.len();
-        blocks.push(params_of(plan.hot_slots as usize, 1, false));
-        let mut hot_sums = Vec::new();
-        let mut slots = plan.hot_slots as usize;
-        while slots > 1 {
-            let threads = (slots / HOT_SUM_SHARE).max(1);
-            hot_sums.push(threads);
-            blocks.push(params_of(slots, threads, false));
-            slots = threads;
-        }
 
         let scan_lens = scan_levels(plan.count_slots());
         let scan_params = UniformArray::new(
@@ -338,8 +320,6 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             params: UniformArray::new(gpu, &blocks)?,
             reduce_block,
             slots_block,
-            hot_block,
-            hot_sums,
             strides,
             scan_lens,
             scan_params,
@@ -347,7 +327,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             timer: PassTimer::new(
                 gpu,
                 kernels.config.profile,
-                (4 + plan.level_bounds.len()) * steps.len() + 3 * jobs.len(),
+                (3 + plan.level_bounds.len()) * steps.len() + 2 * jobs.len(),
             ),
         })
     }
@@ -425,29 +405,22 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         }
         // A pass per level, so that a profile shows what each level costs.
         for (level, &bound) in plan.level_bounds.iter().enumerate() {
-            let entry = if level == 0 {
-                MsmEntry::AccumulateBases
-            } else {
-                MsmEntry::AccumulatePartials
-            };
             let timed_as = format!("accumulate level {level}");
             let mut pass = encoder
                 .begin_compute_pass(&self.timer.pass_timed_as("accumulate", timed_as.into()));
-            pass.set_pipeline(msm.pipeline(entry));
-            let (x, y) = self.grid(entry, bound.div_ceil(plan.level_segments[level] as u64));
-            pass.set_bind_group(
-                0,
-                &groups[level % 2],
-                &[self.params.offset(s * levels + level)],
-            );
-            pass.dispatch_workgroups(x, y, 1);
-            drop(pass);
-            if level == 0 {
-                // Over level 1's list (parity 1 reads what level 0 wrote).
-                let mut pass = encoder.begin_compute_pass(&self.timer.pass("fold key 1"));
-                pass.set_pipeline(msm.pipeline(MsmEntry::FoldHot));
-                pass.set_bind_group(0, &groups[1], &[self.params.offset(self.hot_block)]);
-                let (x, y) = self.grid(MsmEntry::FoldHot, plan.hot_slots as u64);
+            {
+                let entry = if level == 0 {
+                    MsmEntry::AccumulateBases
+                } else {
+                    MsmEntry::AccumulatePartials
+                };
+                pass.set_pipeline(msm.pipeline(entry));
+                let (x, y) = self.grid(entry, bound.div_ceil(plan.level_segments[level] as u64));
+                pass.set_bind_group(
+                    0,
+                    &groups[level % 2],
+                    &[self.params.offset(s * levels + level)],
+                );
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
@@ -495,16 +468,6 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
     fn reduction(&self, encoder: &mut wgpu::CommandEncoder, step: Step) {
         let (plan, msm) = (self.plan, &self.kernels.msm);
         let group = self.bind(step, 0);
-        {
-            let mut pass = encoder.begin_compute_pass(&self.timer.pass("store key 1"));
-            pass.set_pipeline(msm.pipeline(MsmEntry::StoreHot));
-            for (k, &threads) in self.hot_sums.iter().enumerate() {
-                let block = self.params.offset(self.hot_block + 1 + k);
-                pass.set_bind_group(0, &group, &[block]);
-                let (x, y) = self.grid(MsmEntry::StoreHot, threads as u64);
-                pass.dispatch_workgroups(x, y, 1);
-            }
-        }
         {
             let mut pass = encoder.begin_compute_pass(&self.timer.pass("reduce buckets"));
             pass.set_bind_group(0, &group, &[self.params.offset(self.reduce_block)]);

@@ -86,7 +86,7 @@ impl Workspace {
     fn new<C: GpuCurve>(gpu: &GpuContext, plan: &MsmPlan) -> Self {
         let xyzz = C::XYZZ_BYTES as u64;
         let slots = plan.count_slots();
-        let bucket_bytes = plan.bucket_slots() * xyzz;
+        let bucket_bytes = plan.layout.total_buckets() * xyzz;
         Workspace {
             plan: plan.clone(),
             scalars: ["msm scalars a", "msm scalars b"].map(|l| {

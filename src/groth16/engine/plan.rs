@@ -158,8 +158,8 @@ pub fn chunk_options(
                 + g2.workspace_bytes(G2::XYZZ_BYTES as u64)
                 + tables,
         };
-        let buckets = (g1.bucket_slots() * G1::XYZZ_BYTES as u64)
-            .max(g2.bucket_slots() * G2::XYZZ_BYTES as u64);
+        let buckets = (g1.layout.total_buckets() * G1::XYZZ_BYTES as u64)
+            .max(g2.layout.total_buckets() * G2::XYZZ_BYTES as u64);
         Ok((option, buckets))
     };
     let mut widest = vec![measure(MsmLimits::NONE)?];

@@ -71,17 +71,7 @@ pub struct MsmPlan {
     /// Entries a thread takes at each level: `segment` at level 0 and while a level's list
     /// fills [`FULL_LEVEL_THREADS`] threads, [`TAIL_SEGMENT`] after.
     pub level_segments: Vec<u32>,
-    /// Slots after the buckets where key 1 (digits ±1 of the first window: every scalar 1)
-    /// gathers chunk by chunk, one per `msm_fold_hot` thread, until `msm_store_hot` puts
-    /// their total in its bucket: a power of two in [`MIN_HOT_SLOTS`]..=[`MAX_HOT_SLOTS`].
-    pub hot_slots: u32,
 }
-
-/// Hot slots at least: a workgroup of `msm_fold_hot`.
-pub const MIN_HOT_SLOTS: u32 = 64;
-/// Hot slots at most (3 MiB of G1 points): a 2^27 MSM's 20M-point chunk of 0/1 scalars
-/// leaves ~150k runs of key 1, ~40 additions a thread.
-pub const MAX_HOT_SLOTS: u32 = 4096;
 
 /// Threads under which an accumulation level no longer fills a GPU: its time is then one
 /// thread's chain of additions, `segment` long (64 for G1, 32 for G2), which shorter
@@ -190,8 +180,7 @@ impl MsmPlan {
         // additions per bucket (`PointCosts::bucket_cost`).
         let cost =
             |l: &WindowLayout| l.windows as u64 * n as u64 + points.bucket_cost * l.total_buckets();
-        let bucket_bytes =
-            |l: &WindowLayout| (l.total_buckets() + MIN_HOT_SLOTS as u64) * xyzz_bytes;
+        let bucket_bytes = |l: &WindowLayout| l.total_buckets() * xyzz_bytes;
         let fewest_buckets = candidates[0];
         let fitting: Vec<WindowLayout> = candidates
             .into_iter()
@@ -269,16 +258,6 @@ impl MsmPlan {
                 segment.min(tail_segment)
             });
         }
-        // A hot slot for every ~8 of a chunk's segments, as far as the bucket array's binding
-        // allows.
-        let mut hot_slots = (chunk as u64 / (8 * segment as u64))
-            .clamp(MIN_HOT_SLOTS as u64, MAX_HOT_SLOTS as u64)
-            .next_power_of_two() as u32;
-        while hot_slots > MIN_HOT_SLOTS
-            && (layout.total_buckets() + hot_slots as u64) * xyzz_bytes > binding_limit
-        {
-            hot_slots /= 2;
-        }
         Ok(MsmPlan {
             n,
             layout,
@@ -287,7 +266,6 @@ impl MsmPlan {
             chunk: chunk.max(1),
             level_bounds,
             level_segments,
-            hot_slots,
         })
     }
 
@@ -329,7 +307,7 @@ impl MsmPlan {
 
     /// Device bytes of the workspace this plan allocates (for messages; approximate).
     pub fn workspace_bytes(&self, xyzz: u64) -> u64 {
-        let buckets = self.bucket_slots() * xyzz;
+        let buckets = self.layout.total_buckets() * xyzz;
         self.chunk as u64 * (2 * 32 + 4)
             + 2 * self.count_slots() * 4
             + self.max_entries() * 8
@@ -351,14 +329,8 @@ impl MsmPlan {
                 .all(|(mine, theirs)| mine <= theirs);
         same_shape
             && self.chunk <= other.chunk
-            && self.hot_slots <= other.hot_slots
             && self.max_partials() <= other.max_partials()
             && levels_fit
-    }
-
-    /// Points of a bucket array: the buckets, then the hot slots.
-    pub fn bucket_slots(&self) -> u64 {
-        self.layout.total_buckets() + self.hot_slots as u64
     }
 
     /// All (window, bucket) keys plus the total slot the scan fills.
