@@ -202,6 +202,34 @@ fn levels_past_a_full_gpu_take_the_tail_segment() {
     assert_eq!(&plan.level_segments[..3], &[t, t, TAIL_SEGMENT], "{plan:?}");
 }
 
+/// `tail_segment` replaces [`TAIL_SEGMENT`] on those levels (never above the segment); one
+/// outside [`SEGMENTS`] is an error.
+#[test]
+fn a_tail_segment_takes_the_tail_levels_and_one_out_of_range_is_an_error() {
+    let with_tail = |tail| MsmConfig {
+        tail_segment: Some(tail),
+        ..Default::default()
+    };
+    let default = MsmPlan::new(1 << 27, G1_INT64, 2 * GIB, &MsmConfig::default()).unwrap();
+    for tail in [4, 16, 1024] {
+        let plan = MsmPlan::new(1 << 27, G1_INT64, 2 * GIB, &with_tail(tail)).unwrap();
+        let expected = plan.segment.min(tail);
+        assert_eq!(
+            plan.level_segments[1], default.level_segments[1],
+            "{plan:?}"
+        );
+        assert_eq!(plan.level_segments[2], expected, "{plan:?}");
+        assert!(
+            *plan.level_bounds.last().unwrap() <= expected as u64,
+            "{plan:?}"
+        );
+    }
+    for tail in [0, 3, 1025] {
+        let err = MsmPlan::new(1 << 12, G1_INT64, 2 * GIB, &with_tail(tail)).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput(_)), "{tail}: {err}");
+    }
+}
+
 #[test]
 fn every_segment_allowed_ends_its_levels_and_smaller_ones_are_errors() {
     for segment in [2, 3, 1025] {
