@@ -405,24 +405,22 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
         }
         // A pass per level, so that a profile shows what each level costs.
         for (level, &bound) in plan.level_bounds.iter().enumerate() {
-            let timed_as = format!("accumulate level {level}");
-            let mut pass = encoder
-                .begin_compute_pass(&self.timer.pass_timed_as("accumulate", timed_as.into()));
-            {
-                let entry = if level == 0 {
-                    MsmEntry::AccumulateBases
-                } else {
-                    MsmEntry::AccumulatePartials
-                };
-                pass.set_pipeline(msm.pipeline(entry));
-                let (x, y) = self.grid(entry, bound.div_ceil(plan.level_segments[level] as u64));
-                pass.set_bind_group(
-                    0,
-                    &groups[level % 2],
-                    &[self.params.offset(s * levels + level)],
-                );
-                pass.dispatch_workgroups(x, y, 1);
-            }
+            let timed_as = || format!("accumulate level {level}");
+            let mut pass =
+                encoder.begin_compute_pass(&self.timer.pass_timed_as("accumulate", timed_as));
+            let entry = if level == 0 {
+                MsmEntry::AccumulateBases
+            } else {
+                MsmEntry::AccumulatePartials
+            };
+            pass.set_pipeline(msm.pipeline(entry));
+            let (x, y) = self.grid(entry, bound.div_ceil(plan.level_segments[level] as u64));
+            pass.set_bind_group(
+                0,
+                &groups[level % 2],
+                &[self.params.offset(s * levels + level)],
+            );
+            pass.dispatch_workgroups(x, y, 1);
         }
     }
 

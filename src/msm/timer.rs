@@ -44,21 +44,21 @@ impl PassTimer {
     }
 
     pub(super) fn pass(&self, label: &'static str) -> wgpu::ComputePassDescriptor<'_> {
-        self.pass_timed_as(label, label.into())
+        self.pass_timed_as(label, || label)
     }
 
-    /// A pass labelled `label`, its time reported under `timed_as` (one of several passes
-    /// of one kind, each its own line in a profile).
-    pub(super) fn pass_timed_as(
+    /// A pass labelled `label`, its time reported under the name `timed_as` makes (one of
+    /// several passes of one kind, each its own line in a profile), made only when timed.
+    pub(super) fn pass_timed_as<T: Into<Cow<'static, str>>>(
         &self,
         label: &'static str,
-        timed_as: Cow<'static, str>,
+        timed_as: impl FnOnce() -> T,
     ) -> wgpu::ComputePassDescriptor<'_> {
         let mut labels = self.labels.borrow_mut();
         let timestamp_writes = match &self.queries {
             Some((set, _, _)) if labels.len() < self.capacity => {
                 let index = 2 * labels.len() as u32;
-                labels.push(timed_as);
+                labels.push(timed_as().into());
                 Some(wgpu::ComputePassTimestampWrites {
                     query_set: set,
                     beginning_of_pass_write_index: Some(index),
