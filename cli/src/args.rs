@@ -136,8 +136,9 @@ pub enum BenchCommand {
         #[arg(long, value_delimiter = ',', default_value = "16")]
         log_n: Vec<u32>,
         /// How the scalars are drawn: `uniform` (full width), `skewed` (half zeros, 40%
-        /// ones, 10% full width) or `porep` (the real PoRep partition's aux values: 51.2%
-        /// zeros, 47.2% ones, 1.6% full width).
+        /// ones, 10% full width), `half-bits` (half random bits, half full width:
+        /// `FilecoinLike`'s aux values) or `porep` (the real PoRep partition's aux values:
+        /// 51.2% zeros, 47.2% ones, 1.6% full width).
         #[arg(long, default_value = "uniform")]
         scalars: ScalarMix,
         /// Skip the blstrs run (and so the check and the CPU column).
@@ -185,6 +186,10 @@ pub enum BenchCommand {
         /// another.
         #[arg(long, requires = "streamed_chunk_points", value_parser = clap::value_parser!(u32).range(2..=8))]
         together: Option<u32>,
+        /// With `--together`, job k's scalars drawn as the k-th of these mixes (cycled;
+        /// default: `--scalars`): `uniform,porep` is a proof's H MSM beside its L MSM.
+        #[arg(long, requires = "together", value_delimiter = ',')]
+        together_scalars: Vec<ScalarMix>,
     },
     /// One circuit's synthesis on one thread, beside the circuit's own share of it.
     Synthesis {

@@ -25,19 +25,27 @@ pub enum ScalarMix {
     Uniform,
     /// Half zeros, 40% ones, 10% full width: bit-heavy witnesses.
     Skewed,
+    /// Half random bits, half full width: `FilecoinLike`'s aux values (`AuxMix::HalfBits`).
+    HalfBits,
     /// The aux values of the real 2 KiB PoRep partition (filecoin-proofs, 2,685,673 values):
     /// 51.2% zeros, 47.2% ones, 1.6% full width, none in between.
     Porep,
 }
 
 impl ScalarMix {
-    pub const ALL: [ScalarMix; 3] = [ScalarMix::Uniform, ScalarMix::Skewed, ScalarMix::Porep];
+    pub const ALL: [ScalarMix; 4] = [
+        ScalarMix::Uniform,
+        ScalarMix::Skewed,
+        ScalarMix::HalfBits,
+        ScalarMix::Porep,
+    ];
 
     /// Zeros and ones per thousand scalars; the rest are full width.
     fn per_thousand(self) -> (u32, u32) {
         match self {
             ScalarMix::Uniform => (0, 0),
             ScalarMix::Skewed => (500, 400),
+            ScalarMix::HalfBits => (250, 250),
             ScalarMix::Porep => (512, 472),
         }
     }
@@ -46,6 +54,7 @@ impl ScalarMix {
         match self {
             ScalarMix::Uniform => "uniform",
             ScalarMix::Skewed => "skewed",
+            ScalarMix::HalfBits => "half-bits",
             ScalarMix::Porep => "porep",
         }
     }
@@ -58,7 +67,7 @@ impl std::str::FromStr for ScalarMix {
         Self::ALL
             .into_iter()
             .find(|mix| mix.name() == name)
-            .ok_or_else(|| format!("{name:?}: expected uniform, skewed or porep"))
+            .ok_or_else(|| format!("{name:?}: expected uniform, skewed, half-bits or porep"))
     }
 }
 

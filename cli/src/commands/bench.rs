@@ -73,6 +73,8 @@ pub struct MsmOptions {
     pub streamed_chunk_points: Option<usize>,
     /// Also time this many streamed MSMs together (`MsmKernels::msm_together`).
     pub together: Option<usize>,
+    /// Job k of those draws its scalars as the k-th of these (cycled).
+    pub together_scalars: Vec<ScalarMix>,
     pub check: bool,
     pub runs: u32,
     pub path: Option<String>,
@@ -268,8 +270,16 @@ fn msms_together<C: GpuCurve>(
     limits: MsmLimits,
 ) -> Result<String> {
     let n = bases.len();
+    let mixes = &options.together_scalars;
     let scalar_sets: Vec<Vec<Scalar>> = (0..count)
-        .map(|k| sample_scalars(log_n as u64 + 2 + k as u64, n, options.scalars))
+        .map(|k| {
+            let mix = mixes.get(k % mixes.len().max(1)).copied();
+            sample_scalars(
+                log_n as u64 + 2 + k as u64,
+                n,
+                mix.unwrap_or(options.scalars),
+            )
+        })
         .collect();
     let mut cells = Vec::new();
     for (what, offset) in [("same bases", 0), ("different bases", CHUNK_ALIGN as usize)] {
@@ -307,7 +317,18 @@ fn msms_together<C: GpuCurve>(
             ms(alone)
         ));
     }
-    Ok(format!("{count} MSMs together: {}", cells.join("; ")))
+    let drawn: Vec<&str> = (0..count)
+        .map(|k| {
+            mixes
+                .get(k % mixes.len().max(1))
+                .map_or(options.scalars.name(), |m| m.name())
+        })
+        .collect();
+    Ok(format!(
+        "{count} MSMs together ({}): {}",
+        drawn.join(", "),
+        cells.join("; ")
+    ))
 }
 
 pub fn ntt(

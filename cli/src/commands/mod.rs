@@ -151,6 +151,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
             chunk_points,
             streamed_chunk_points,
             together,
+            together_scalars,
         } => {
             let defaults = MsmConfig::default();
             let options = bench::MsmOptions {
@@ -158,6 +159,10 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                 scalars,
                 streamed_chunk_points,
                 together: together.map(|k| k as usize),
+                together_scalars: match together_scalars.is_empty() {
+                    true => vec![scalars],
+                    false => together_scalars,
+                },
                 check: !no_check,
                 runs,
                 path,
