@@ -73,7 +73,7 @@ pub struct MsmOptions {
     pub streamed_chunk_points: Option<usize>,
     /// Also time this many streamed MSMs together (`MsmKernels::msm_together`).
     pub together: Option<usize>,
-    /// Job k of those draws its scalars as the k-th of these (cycled).
+    /// Job k of those draws its scalars as the k-th of these (cycled; empty: `scalars`).
     pub together_scalars: Vec<ScalarMix>,
     pub check: bool,
     pub runs: u32,
@@ -270,16 +270,20 @@ fn msms_together<C: GpuCurve>(
     limits: MsmLimits,
 ) -> Result<String> {
     let n = bases.len();
-    let mixes = &options.together_scalars;
-    let scalar_sets: Vec<Vec<Scalar>> = (0..count)
+    // Job k's mix: the k-th of `--together-scalars`, cycled (`--scalars` where none).
+    let given = &options.together_scalars;
+    let mixes: Vec<ScalarMix> = (0..count)
         .map(|k| {
-            let mix = mixes.get(k % mixes.len().max(1)).copied();
-            sample_scalars(
-                log_n as u64 + 2 + k as u64,
-                n,
-                mix.unwrap_or(options.scalars),
-            )
+            given
+                .get(k % given.len().max(1))
+                .copied()
+                .unwrap_or(options.scalars)
         })
+        .collect();
+    let scalar_sets: Vec<Vec<Scalar>> = mixes
+        .iter()
+        .enumerate()
+        .map(|(k, &mix)| sample_scalars(log_n as u64 + 2 + k as u64, n, mix))
         .collect();
     let mut cells = Vec::new();
     for (what, offset) in [("same bases", 0), ("different bases", CHUNK_ALIGN as usize)] {
@@ -317,13 +321,7 @@ fn msms_together<C: GpuCurve>(
             ms(alone)
         ));
     }
-    let drawn: Vec<&str> = (0..count)
-        .map(|k| {
-            mixes
-                .get(k % mixes.len().max(1))
-                .map_or(options.scalars.name(), |m| m.name())
-        })
-        .collect();
+    let drawn: Vec<&str> = mixes.iter().map(|mix| mix.name()).collect();
     Ok(format!(
         "{count} MSMs together ({}): {}",
         drawn.join(", "),

@@ -159,10 +159,7 @@ fn run_bench(selector: &AdapterSelector, command: BenchCommand) -> CliResult<Exi
                 scalars,
                 streamed_chunk_points,
                 together: together.map(|k| k as usize),
-                together_scalars: match together_scalars.is_empty() {
-                    true => vec![scalars],
-                    false => together_scalars,
-                },
+                together_scalars,
                 check: !no_check,
                 runs,
                 path,
