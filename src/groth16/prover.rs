@@ -672,12 +672,32 @@ impl Prover {
                 engine.msm::<G1>(&bases, &l_scalars, aux.len())
             })
         };
+        // Where the plan runs G1 MSMs two at a time, H's and L's together: a step of H's.
+        let together = resident.is_some_and(|r| r.plan.g1_together);
+        let msms_h_and_l = |abc: &mut [_; 3], report: &mut ProveReport| {
+            if !together {
+                let h = msm_h(abc, report)?;
+                return Ok::<_, Error>((h, msm_l(report)?));
+            }
+            let sums = self.step(lane, Step::MsmH, report, || {
+                let h_bases = engine.bases(&params.h, resident.map(|r| &r.h));
+                let l_bases = engine.bases(&params.l, resident.map(|r| &r.l));
+                engine.msms::<G1>(&[
+                    (&h_bases, &abc[0], params.h.len()),
+                    (&l_bases, &l_scalars, aux.len()),
+                ])
+            })?;
+            abc[0] = engine.vector(&[]);
+            match sums[..] {
+                [h, l] => Ok((h, l)),
+                _ => Err(Error::Internal("two MSMs gave other than two sums".into())),
+            }
+        };
         // The A and B scalars placed on the device (or kept on the host), both at once, or
         // `None`: gathered on the device, each before its MSMs.
         let ((h, l), mut placed) = if engine.selects_on_device(device_matrices.as_deref()) {
             h_step(&mut abc, report)?;
-            let h = msm_h(&mut abc, report)?;
-            ((h, msm_l(report)?), None)
+            (msms_h_and_l(&mut abc, report)?, None)
         } else {
             // The selection runs on a thread of its own beside this worker's steps, not as
             // a rayon task beside them: on the CPU engine the H step then ran on a rayon
@@ -695,8 +715,7 @@ impl Prover {
                 });
                 let h_and_l = (|| {
                     h_step(&mut abc, report)?;
-                    let h = msm_h(&mut abc, report)?;
-                    Ok::<_, Error>((h, msm_l(report)?))
+                    msms_h_and_l(&mut abc, report)
                 })();
                 let selected = selection
                     .join()
@@ -737,6 +756,23 @@ impl Prover {
                 engine.msm::<G1>(&bases, b_scalars, b_len)
             })
         };
+        // A's and B's G1 MSMs, together where the plan says (a step of A's).
+        // One lifetime for both scalar vectors: the jobs of `msms` share a type.
+        let msms_a_and_b_g1 = |a_scalars, b_scalars, report: &mut ProveReport| {
+            if !together {
+                let a = msm_a(a_scalars, report)?;
+                return Ok::<_, Error>((a, msm_b_g1(b_scalars, report)?));
+            }
+            let sums = self.step(lane, Step::MsmA, report, || {
+                let a_bases = engine.bases(&params.a, resident.map(|r| &r.a));
+                let b_bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
+                engine.msms::<G1>(&[(&a_bases, a_scalars, a_len), (&b_bases, b_scalars, b_len)])
+            })?;
+            match sums[..] {
+                [a, b_g1] => Ok((a, b_g1)),
+                _ => Err(Error::Internal("two MSMs gave other than two sums".into())),
+            }
+        };
         let msm_b_g2 = |b_scalars: &E::Vector<'_>| {
             let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
             engine.msm::<G2>(&bases, b_scalars, b_len)
@@ -756,10 +792,7 @@ impl Prover {
                     let sum = self.span(&g2_lane, label, || msm_b_g2(&b_scalars));
                     (sum, start.elapsed())
                 });
-                let g1 = (|| {
-                    let a = msm_a(&a_scalars, report)?;
-                    Ok::<_, Error>((a, msm_b_g1(&b_scalars, report)?))
-                })();
+                let g1 = msms_a_and_b_g1(&a_scalars, &b_scalars, report);
                 let g2 = g2
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));

@@ -18,7 +18,7 @@ use crate::gpu::waits::{self, Stage};
 use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
 use crate::groth16::synthesis::ProvingAssignment;
-use crate::msm::{MsmBases, MsmConfig, MsmKernels, MsmLimits, ResidentBases, Scalars};
+use crate::msm::{MsmBases, MsmConfig, MsmJob, MsmKernels, MsmLimits, ResidentBases, Scalars};
 use crate::ntt::{HInput, NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, DeviceMatrices, MatrixBytes, ProductLayouts, SparseKernels};
@@ -92,6 +92,8 @@ pub struct GpuBases<'a, C: GpuCurve> {
 pub struct DeviceBases<C: GpuCurve> {
     resident: Option<ResidentBases<C>>,
     limits: MsmLimits,
+    /// Whether its MSMs run two at a time with another set's (`DevicePlan::g1_together`).
+    together: bool,
 }
 
 /// A parameter set's bases on the device as its [`DevicePlan`] says, counted against the
@@ -420,8 +422,8 @@ impl GpuEngine {
             kernels: &MsmKernels<C>,
             bases: &[C::Affine],
             resident: usize,
-            chunk_points: usize,
-            bucket_bytes: u64,
+            limits: MsmLimits,
+            together: bool,
         ) -> Result<DeviceBases<C>> {
             let resident = match resident {
                 0 => None,
@@ -429,23 +431,24 @@ impl GpuEngine {
             };
             Ok(DeviceBases {
                 resident,
-                limits: MsmLimits {
-                    chunk_points,
-                    bucket_bytes,
-                },
+                limits,
+                together,
             })
         }
         let [h, l, a, b_g1, b_g2] = plan.resident_points;
-        let [g1, g2] = plan.chunk_points;
-        let buckets = plan.bucket_bytes;
+        let [g1, g2] = plan.chunk_points.map(|chunk_points| MsmLimits {
+            chunk_points,
+            bucket_bytes: plan.bucket_bytes,
+        });
+        let together = plan.g1_together;
         Ok((
             [
-                place(&self.g1, &params.h, h, g1, buckets)?,
-                place(&self.g1, &params.l, l, g1, buckets)?,
-                place(&self.g1, &params.a, a, g1, buckets)?,
-                place(&self.g1, &params.b_g1, b_g1, g1, buckets)?,
+                place(&self.g1, &params.h, h, g1, together)?,
+                place(&self.g1, &params.l, l, g1, together)?,
+                place(&self.g1, &params.a, a, g1, together)?,
+                place(&self.g1, &params.b_g1, b_g1, g1, together)?,
             ],
-            place(&self.g2, &params.b_g2, b_g2, g2, buckets)?,
+            place(&self.g2, &params.b_g2, b_g2, g2, false)?,
         ))
     }
 
@@ -730,7 +733,45 @@ impl Engine for GpuEngine {
         scalars: &GpuVector<'_>,
         len: usize,
     ) -> Result<C::Projective> {
+        let (job, limits) = msm_job(bases, scalars, len)?;
+        self.msm_kernels::<C>()
+            .msm_streaming(&job.bases, job.scalars, limits)
+    }
+
+    fn msms<C: GpuCurve>(
+        &self,
+        jobs: &[(&GpuBases<'_, C>, &GpuVector<'_>, usize)],
+    ) -> Result<Vec<C::Projective>> {
+        let planned: Vec<_> = jobs
+            .iter()
+            .map(|&(bases, scalars, len)| Ok((msm_job(bases, scalars, len)?, bases.device)))
+            .collect::<Result<_>>()?;
+        let limits = planned.first().map(|&((_, limits), _)| limits);
+        let together = planned.iter().all(|&((_, job_limits), device)| {
+            device.is_some_and(|d| d.together) && Some(job_limits) == limits
+        });
         let kernels = self.msm_kernels::<C>();
+        match (together, limits) {
+            (true, Some(limits)) => {
+                let msm_jobs: Vec<MsmJob<'_, C>> =
+                    planned.iter().map(|((job, _), _)| *job).collect();
+                kernels.msm_together(&msm_jobs, limits)
+            }
+            _ => planned
+                .iter()
+                .map(|&((job, limits), _)| kernels.msm_streaming(&job.bases, job.scalars, limits))
+                .collect(),
+        }
+    }
+}
+
+/// One MSM of `len` scalars over `bases` as the GPU's kernels take it, and its limits.
+fn msm_job<'a, C: GpuCurve>(
+    bases: &GpuBases<'a, C>,
+    scalars: &'a GpuVector<'_>,
+    len: usize,
+) -> Result<(MsmJob<'a, C>, MsmLimits)> {
+    {
         let scalars = match scalars {
             GpuVector::Device(vector) => Scalars::Device(vector, len),
             host => {
@@ -752,6 +793,7 @@ impl Engine for GpuEngine {
             Some(device) => (device.resident.as_ref(), device.limits),
             None => (None, MsmLimits::NONE),
         };
-        kernels.msm_streaming(&MsmBases { resident, host }, scalars, limits)
+        let bases = MsmBases { resident, host };
+        Ok((MsmJob { bases, scalars }, limits))
     }
 }

@@ -183,6 +183,19 @@ pub trait Engine: Sync {
         scalars: &Self::Vector<'_>,
         len: usize,
     ) -> Result<C::Projective>;
+
+    /// The [`msm`](Self::msm) of each of `jobs` (bases, scalars, length), in order: on a
+    /// GPU whose plan runs G1 MSMs two at a time (`DevicePlan::g1_together`), chunk by
+    /// chunk in turn, so that one's upload runs beside the other's kernels; else one after
+    /// the other.
+    fn msms<C: GpuCurve>(
+        &self,
+        jobs: &[(&Self::Bases<'_, C>, &Self::Vector<'_>, usize)],
+    ) -> Result<Vec<C::Projective>> {
+        jobs.iter()
+            .map(|&(bases, scalars, len)| self.msm(bases, scalars, len))
+            .collect()
+    }
 }
 
 /// Inside a stage of a proof: the stage's lock, if the engine has one, and this thread's mark

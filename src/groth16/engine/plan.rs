@@ -88,6 +88,8 @@ pub struct ChunkOption {
     /// The MSM workspaces at that size and the NTT's power tables, kept while the engine
     /// lives.
     pub kept: u64,
+    /// Bytes of one bucket array of the longest G1 MSM at that size.
+    pub g1_buckets: u64,
 }
 
 /// Chunks of at least this many points are large: below it, halving the chunk is taken to
@@ -157,6 +159,7 @@ pub fn chunk_options(
             kept: kept_bytes(&g1_plans, G1::XYZZ_BYTES as u64)
                 + g2.workspace_bytes(G2::XYZZ_BYTES as u64)
                 + tables,
+            g1_buckets: g1.layout.total_buckets() * G1::XYZZ_BYTES as u64,
         };
         let buckets = (g1.layout.total_buckets() * G1::XYZZ_BYTES as u64)
             .max(g2.layout.total_buckets() * G2::XYZZ_BYTES as u64);
@@ -244,6 +247,10 @@ pub struct DevicePlan {
     pub bucket_bytes: u64,
     /// Whether G1's and G2's MSMs stream bases (two buffers of a chunk each).
     pub streams: [bool; 2],
+    /// Whether a proof's G1 MSMs run two at a time, H's with L's and A's with B's, chunk by
+    /// chunk in turn, so that one's upload runs beside the other's kernels: where G1's
+    /// bases stream and the room holds a second bucket array and pair of stream buffers.
+    pub g1_together: bool,
     /// Where each proof's vectors are.
     pub proof: ProofBuffers,
     /// Proofs in flight at once.
@@ -323,26 +330,43 @@ impl DevicePlan {
                     .find(|option| option.kept + everything <= budget)
             })
             .flatten();
-        let (chunk, kept_streaming, (proof, proof_bytes, matrices_bytes, matrices_streamed)) =
-            match everything_fits {
-                // Where everything fits nothing streams: no stream buffers to set aside.
-                Some(chunk) => (chunk, chunk.kept, modes[0]),
-                None => modes
-                    .iter()
-                    .filter(|&&(mode, _, matrices_bytes, streamed)| {
-                        // Matrices only where known; the products on the device need them.
-                        let known = matrices > 0 && matrices_bytes > 0;
-                        known || (!streamed && !mode.products_on_device())
-                    })
-                    .find_map(|&mode @ (_, proof_bytes, matrices, _)| {
-                        let bytes = proof_bytes + matrices;
+        // G1 MSMs two at a time (`g1_together`) take a bucket array and a pair of stream
+        // buffers more: where some G1 base streams, a plan takes the largest chunks that
+        // leave room for them, else plans without.
+        let together_bytes = |option: &ChunkOption| option.g1_buckets + stream_bytes(option)[0];
+        let g1_bases: u64 = footprint.bases[..4]
+            .iter()
+            .map(|&(points, bytes)| points as u64 * bytes)
+            .sum();
+        let (
+            chunk,
+            kept_streaming,
+            g1_together,
+            (proof, proof_bytes, matrices_bytes, matrices_streamed),
+        ) = match everything_fits {
+            // Where everything fits nothing streams: no stream buffers to set aside.
+            Some(chunk) => (chunk, chunk.kept, false, modes[0]),
+            None => modes
+                .iter()
+                .filter(|&&(mode, _, matrices_bytes, streamed)| {
+                    // Matrices only where known; the products on the device need them.
+                    let known = matrices > 0 && matrices_bytes > 0;
+                    known || (!streamed && !mode.products_on_device())
+                })
+                .find_map(|&mode @ (_, proof_bytes, matrices, _)| {
+                    let bytes = proof_bytes + matrices;
+                    let choose = |together: bool| {
+                        let kept = |option: &ChunkOption| {
+                            kept_with_streams(option) + u64::from(together) * together_bytes(option)
+                        };
                         // Matrices only beside large chunks (or the MSM's own, where
-                        // smaller): at 24 GiB they left 80,640-point chunks, and the MSMs of
-                        // a 2^27 proof took 14 s against 4.3 s with 1,290,496-point chunks at
-                        // 32 GiB (H200, 675a7e2).
+                        // smaller): at 24 GiB they left 80,640-point chunks, and the MSMs
+                        // of a 2^27 proof took 14 s against 4.3 s with 1,290,496-point
+                        // chunks at 32 GiB (H200, 675a7e2). MSMs together only beside
+                        // large chunks too.
                         let fits = |option: &&ChunkOption| {
-                            kept_with_streams(option) + bytes <= budget
-                                && (matrices == 0 || option.points[0] >= large_chunk)
+                            kept(option) + bytes <= budget
+                                && (matrices == 0 && !together || option.points[0] >= large_chunk)
                         };
                         let mut fitting = footprint.chunks.iter().filter(fits);
                         fitting
@@ -350,19 +374,26 @@ impl DevicePlan {
                             .filter(|option| {
                                 option.bucket_bytes == u64::MAX && option.points[0] >= large_chunk
                             })
-                            .find(|option| kept_with_streams(option) <= budget / WORKSPACE_SHARE)
+                            .find(|option| kept(option) <= budget / WORKSPACE_SHARE)
                             .or_else(|| fitting.next())
-                            .map(|chunk| (chunk, kept_with_streams(chunk), mode))
+                            .map(|chunk| (chunk, kept(chunk), together, mode))
+                    };
+                    let alone = choose(false)?;
+                    let g1_streams = !keep_bases || budget - alone.1 - bytes < g1_bases;
+                    Some(match g1_streams {
+                        true => choose(true).unwrap_or(alone),
+                        false => alone,
                     })
-                    .ok_or_else(|| Error::VramBudget {
-                        what: "one proof at its smallest (one of the H step's a, b, c and a \
+                })
+                .ok_or_else(|| Error::VramBudget {
+                    what: "one proof at its smallest (one of the H step's a, b, c and a \
                                part of another, the MSM workspaces and power tables, two \
                                chunks of streamed bases per curve)"
-                            .into(),
-                        needed: kept_with_streams(smallest) + footprint.h_in_parts,
-                        budget,
-                    })?,
-            };
+                        .into(),
+                    needed: kept_with_streams(smallest) + footprint.h_in_parts,
+                    budget,
+                })?,
+        };
         let [g1_bytes, g2_bytes] = stream_bytes(chunk);
         let mut left = budget - kept_streaming - proof_bytes - matrices_bytes;
         let mut resident_points = [0; 5];
@@ -384,8 +415,10 @@ impl DevicePlan {
         };
         let streams = [streams(&[0, 1, 2, 3]), streams(&[4])];
         // Only a curve whose bases stream keeps its stream buffers.
-        let kept_bytes =
-            chunk.kept + u64::from(streams[0]) * g1_bytes + u64::from(streams[1]) * g2_bytes;
+        let kept_bytes = chunk.kept
+            + u64::from(streams[0]) * g1_bytes
+            + u64::from(streams[1]) * g2_bytes
+            + u64::from(g1_together) * together_bytes(chunk);
         let resident_bytes: u64 = resident_points
             .iter()
             .zip(&footprint.bases)
@@ -399,6 +432,7 @@ impl DevicePlan {
             chunk_points: chunk.points,
             bucket_bytes: chunk.bucket_bytes,
             streams,
+            g1_together,
             proof,
             proofs_in_flight: workers.max(1).min(more),
             kept_bytes,
@@ -516,9 +550,13 @@ impl DevicePlan {
             ),
             (bytes, _) => format!(", room for the constraint matrices ({} MiB)", mib(bytes)),
         };
+        let together = match self.g1_together {
+            true => ", G1 MSMs two at a time (H with L, A with B)",
+            false => "",
+        };
         format!(
-            "{bases}, {scalars}{matrices}, MSM chunks of {} G1 and {} G2 points{buckets}, {} \
-             proof(s) in flight, {}",
+            "{bases}, {scalars}{matrices}, MSM chunks of {} G1 and {} G2 points{buckets}\
+             {together}, {} proof(s) in flight, {}",
             self.chunk_points[0],
             self.chunk_points[1],
             self.proofs_in_flight,
@@ -543,6 +581,7 @@ mod tests {
             points: [1 << bits, 1 << (bits - 1)],
             bucket_bytes,
             kept: (420 << bits) + 3 * bucket_bytes.min(GIB) + GIB / 4,
+            g1_buckets: bucket_bytes.min(GIB),
         };
         let chunks = ChunkOption::preferred(
             (16..=24)
@@ -643,6 +682,8 @@ mod tests {
         assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
         assert!(!plan.matrices_streamed, "{plan:?}");
         assert!(plan.g2_beside_g1(), "{plan:?}");
+        // The room of some of h's bases holds a second bucket array and stream buffers.
+        assert!(plan.g1_together, "{}", plan.describe(&f));
         let plan = DevicePlan::new(&f, 15_165 << 20, 2).unwrap();
         assert_eq!(plan.proof, ProofBuffers::ProductsInPairs, "{plan:?}");
         assert!(plan.matrices_streamed, "{plan:?}");
@@ -666,6 +707,7 @@ mod tests {
         let plan = DevicePlan::new(&f, 130 * GIB, 2).unwrap();
         assert!(plan.all_resident(&f));
         assert!(!plan.g2_beside_g1(), "G2's bases resident");
+        assert!(!plan.g1_together, "nothing streams");
         assert_eq!(plan.proof, ProofBuffers::Resident);
         assert_eq!(plan.proofs_in_flight, 2);
         assert_eq!(plan.kept_bytes, f.chunks[0].kept, "the largest chunks");
