@@ -676,10 +676,12 @@ fn products_in_pairs_give_bellpersons_proof_within_the_budget() {
     };
     for (streamed, seed) in [(false, 33), (true, 37)] {
         let pairs = |plan: &DevicePlan| {
-            // Both queries' scalars gathered at once, B's G2 MSM beside the G1 ones.
+            // Both queries' scalars gathered at once, B's G2 MSM beside the G1 ones, which
+            // run two at a time (H's with L's, A's with B's) as at 24 GiB and 2^27.
             plan.proof == ProofBuffers::ProductsInPairs
                 && plan.matrices_streamed == streamed
                 && plan.g2_beside_g1()
+                && plan.g1_together
         };
         let report = prove_within_the_smallest_budget(&engine, seed, pairs, Told::MatricesLater);
         assert_products_and_gathers_on_the_device(&report, streamed);

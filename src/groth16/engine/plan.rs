@@ -378,9 +378,14 @@ impl DevicePlan {
                             .or_else(|| fitting.next())
                             .map(|chunk| (chunk, kept(chunk), together, mode))
                     };
+                    // Only where more of G1's bases stream than the MSMs together would
+                    // take room from (else that room keeps them resident).
                     let alone = choose(false)?;
-                    let g1_streams = !keep_bases || budget - alone.1 - bytes < g1_bases;
-                    Some(match g1_streams {
+                    let room = match keep_bases {
+                        true => budget - alone.1 - bytes,
+                        false => 0,
+                    };
+                    Some(match room + together_bytes(alone.0) < g1_bases {
                         true => choose(true).unwrap_or(alone),
                         false => alone,
                     })
@@ -761,8 +766,11 @@ mod tests {
             .iter()
             .all(|o| o.bucket_bytes < u64::MAX || o.kept + f.h_in_parts > 8 * GIB));
         assert_eq!(plan.chunk_points[0], LARGE_CHUNK, "{plan:?}");
-        assert_eq!(plan.bucket_bytes, 1 << 29, "{plan:?}");
-        assert!(plan.describe(&f).contains("buckets within 512 MiB"));
+        // With G1's MSMs two at a time (a bucket array and stream buffers more), within
+        // 256 MiB.
+        assert!(plan.g1_together, "{plan:?}");
+        assert_eq!(plan.bucket_bytes, 1 << 28, "{plan:?}");
+        assert!(plan.describe(&f).contains("buckets within 256 MiB"));
         let plan = DevicePlan::new(&f, 12 * GIB, 2).unwrap();
         assert_eq!(plan.bucket_bytes, u64::MAX, "12 GiB: the widest windows");
         // At 15 GiB a, b, c (12 GiB) leave no room for the widest windows' buckets: narrower
