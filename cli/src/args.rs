@@ -250,6 +250,10 @@ pub enum BenchCommand {
         /// Proofs in flight per device; a comma list runs each (default: the prover's, 2).
         #[arg(long, value_delimiter = ',', default_value = "2")]
         workers: Vec<usize>,
+        /// Whether plans may run a proof's G1 MSMs two at a time where their bases stream
+        /// (`on`, the default, or `off`); `on,off` runs each, in one process.
+        #[arg(long, value_delimiter = ',', default_value = "on", value_parser = on_off)]
+        g1_together: Vec<bool>,
         /// Spread each batch over the best N adapters of the selection.
         #[arg(long, default_value_t = 1)]
         gpus: usize,
@@ -263,4 +267,13 @@ pub enum BenchCommand {
         #[arg(long, value_delimiter = ',', default_value = "0", value_name = "MIB")]
         vram_budget_mib: Vec<u64>,
     },
+}
+
+/// `on` or `off`.
+fn on_off(value: &str) -> Result<bool, String> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("{other:?}: expected on or off")),
+    }
 }

@@ -45,6 +45,8 @@ pub struct ProveOptions {
     pub batches: Vec<usize>,
     /// Workers per device; each value is a run.
     pub workers: Vec<usize>,
+    /// Whether plans may run G1 MSMs two at a time; each value is a run.
+    pub g1_together: Vec<bool>,
     /// Devices the batch spreads over: the best `gpus` adapters of the selection.
     pub gpus: usize,
     pub check: bool,
@@ -138,15 +140,18 @@ pub fn prove(selector: &AdapterSelector, options: &ProveOptions) -> CliResult<Ex
         };
         let runs = options.vram_budgets.iter().flat_map(|&budget| {
             options.synthesis.iter().flat_map(move |&path| {
-                options
-                    .workers
-                    .iter()
-                    .map(move |&workers| (budget, path, workers))
+                options.workers.iter().flat_map(move |&workers| {
+                    options
+                        .g1_together
+                        .iter()
+                        .map(move |&together| (budget, path, workers, together))
+                })
             })
         });
-        for (budget, path, workers) in runs {
+        for (budget, path, workers, together) in runs {
             for engine in &engines {
                 if let Some(gpu) = engine.gpu_engine() {
+                    gpu.allow_g1_together(together);
                     gpu.set_vram_budget(budget.or(gpu.default_vram_budget()).unwrap_or(u64::MAX));
                     gpu.pool().reset_peak();
                 }

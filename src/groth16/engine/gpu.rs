@@ -45,6 +45,8 @@ pub struct GpuEngine {
     /// Device memory this process held once the kernels were built (context, pipelines,
     /// tables), where the driver says: counted against the VRAM budget beside the pool.
     held_before: u64,
+    /// Whether plans may run G1 MSMs two at a time (`DevicePlan::g1_together`).
+    g1_together: std::sync::atomic::AtomicBool,
 }
 
 /// Fr values for the GPU engine: still in host memory (uploaded where they are used), or in
@@ -160,6 +162,7 @@ impl GpuEngine {
             compute: Mutex::new(()),
             slots: ProofSlots::new(),
             held_before: 0,
+            g1_together: std::sync::atomic::AtomicBool::new(true),
         };
         engine.held_before = device_memory(&engine.gpu.adapter)
             .and_then(|memory| memory.used_bytes)
@@ -223,6 +226,13 @@ impl GpuEngine {
         self.pool.set_budget(pool);
         // The plans made for the old budget no longer bound the proofs in flight.
         self.slots.set_capacity(usize::MAX);
+    }
+
+    /// Whether the plans made from now on may run a proof's G1 MSMs two at a time where
+    /// their bases stream (the default; `bench prove --g1-together` compares both).
+    pub fn allow_g1_together(&self, allowed: bool) {
+        self.g1_together
+            .store(allowed, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Device memory the process held once this engine's kernels were built, where the
@@ -364,7 +374,8 @@ impl GpuEngine {
         for attempt in 1..=PLAN_ATTEMPTS {
             // The last attempt keeps no base resident.
             let keep_bases = attempt < PLAN_ATTEMPTS;
-            let plan = DevicePlan::with_bases(&footprint, budget, workers, keep_bases)?;
+            let together = self.g1_together.load(std::sync::atomic::Ordering::Relaxed);
+            let plan = DevicePlan::with_bases(&footprint, budget, workers, keep_bases, together)?;
             let Some(aside) = self.pool.set_aside(plan.resident_bytes) else {
                 let room = self.pool.room();
                 log::info!(

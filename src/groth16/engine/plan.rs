@@ -271,15 +271,17 @@ impl DevicePlan {
     /// The plan for `footprint` within `budget` bytes, with at most `workers` proofs in
     /// flight. [`Error::VramBudget`] when not even one proof with every base streamed fits.
     pub fn new(footprint: &Footprint, budget: u64, workers: usize) -> Result<Self> {
-        Self::with_bases(footprint, budget, workers, true)
+        Self::with_bases(footprint, budget, workers, true, true)
     }
 
-    /// [`new`](Self::new), keeping no base resident unless `keep_bases`.
+    /// [`new`](Self::new), keeping no base resident unless `keep_bases`, and G1 MSMs two at a
+    /// time only if `allow_together`.
     pub fn with_bases(
         footprint: &Footprint,
         budget: u64,
         workers: usize,
         keep_bases: bool,
+        allow_together: bool,
     ) -> Result<Self> {
         let smallest = footprint
             .chunks
@@ -385,10 +387,12 @@ impl DevicePlan {
                         true => budget - alone.1 - bytes,
                         false => 0,
                     };
-                    Some(match room + together_bytes(alone.0) < g1_bases {
-                        true => choose(true).unwrap_or(alone),
-                        false => alone,
-                    })
+                    Some(
+                        match allow_together && room + together_bytes(alone.0) < g1_bases {
+                            true => choose(true).unwrap_or(alone),
+                            false => alone,
+                        },
+                    )
                 })
                 .ok_or_else(|| Error::VramBudget {
                     what: "one proof at its smallest (one of the H step's a, b, c and a \
