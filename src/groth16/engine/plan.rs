@@ -387,12 +387,12 @@ impl DevicePlan {
                         true => budget - alone.1 - bytes,
                         false => 0,
                     };
-                    Some(
-                        match allow_together && room + together_bytes(alone.0) < g1_bases {
-                            true => choose(true).unwrap_or(alone),
-                            false => alone,
-                        },
-                    )
+                    let streaming = g1_bases.saturating_sub(room);
+                    let together = allow_together
+                        .then(|| choose(true))
+                        .flatten()
+                        .filter(|t| together_bytes(t.0) < streaming);
+                    Some(together.unwrap_or(alone))
                 })
                 .ok_or_else(|| Error::VramBudget {
                     what: "one proof at its smallest (one of the H step's a, b, c and a \
@@ -764,7 +764,8 @@ mod tests {
         // The widest windows' buckets (3.25 GiB kept) beside 5 GiB of H step do not fit 8 GiB:
         // capped buckets do, the widest cap at which a large chunk fits (2^20 points: 0.41 GiB
         // a chunk, 0.38 GiB of streams, 0.25 GiB of tables, three bucket arrays within 512
-        // MiB), not the smallest chunk.
+        // MiB; within 256 MiB with a fourth and a pair of streams more for G1's MSMs two at
+        // a time), not the smallest chunk.
         assert!(f
             .chunks
             .iter()
