@@ -2,6 +2,7 @@
 //! a VRAM budget, and the two stage locks.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
@@ -46,7 +47,7 @@ pub struct GpuEngine {
     /// tables), where the driver says: counted against the VRAM budget beside the pool.
     held_before: u64,
     /// Whether plans may run G1 MSMs two at a time (`DevicePlan::g1_together`).
-    g1_together: std::sync::atomic::AtomicBool,
+    g1_together: AtomicBool,
 }
 
 /// Fr values for the GPU engine: still in host memory (uploaded where they are used), or in
@@ -162,7 +163,7 @@ impl GpuEngine {
             compute: Mutex::new(()),
             slots: ProofSlots::new(),
             held_before: 0,
-            g1_together: std::sync::atomic::AtomicBool::new(true),
+            g1_together: AtomicBool::new(true),
         };
         engine.held_before = device_memory(&engine.gpu.adapter)
             .and_then(|memory| memory.used_bytes)
@@ -231,8 +232,7 @@ impl GpuEngine {
     /// Whether the plans made from now on may run a proof's G1 MSMs two at a time where
     /// their bases stream (the default; `bench prove --g1-together` compares both).
     pub fn allow_g1_together(&self, allowed: bool) {
-        self.g1_together
-            .store(allowed, std::sync::atomic::Ordering::Relaxed);
+        self.g1_together.store(allowed, Ordering::Relaxed);
     }
 
     /// Device memory the process held once this engine's kernels were built, where the
@@ -374,7 +374,7 @@ impl GpuEngine {
         for attempt in 1..=PLAN_ATTEMPTS {
             // The last attempt keeps no base resident.
             let keep_bases = attempt < PLAN_ATTEMPTS;
-            let together = self.g1_together.load(std::sync::atomic::Ordering::Relaxed);
+            let together = self.g1_together.load(Ordering::Relaxed);
             let plan = DevicePlan::with_bases(&footprint, budget, workers, keep_bases, together)?;
             let Some(aside) = self.pool.set_aside(plan.resident_bytes) else {
                 let room = self.pool.room();
@@ -782,29 +782,27 @@ fn msm_job<'a, C: GpuCurve>(
     scalars: &'a GpuVector<'_>,
     len: usize,
 ) -> Result<(MsmJob<'a, C>, MsmLimits)> {
-    {
-        let scalars = match scalars {
-            GpuVector::Device(vector) => Scalars::Device(vector, len),
-            host => {
-                let values = host.on_host().unwrap_or_default();
-                Scalars::Host(values.get(..len).ok_or_else(|| {
-                    Error::InvalidInput(format!("an MSM of {len} scalars over {}", values.len()))
-                })?)
-            }
-        };
-        let host = bases.host.get(..scalars.len()).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "{} bases for {} scalars",
-                bases.host.len(),
-                scalars.len()
-            ))
-        })?;
-        // Without a plan (one-off work), bases stream in the MSM's own chunks.
-        let (resident, limits) = match bases.device {
-            Some(device) => (device.resident.as_ref(), device.limits),
-            None => (None, MsmLimits::NONE),
-        };
-        let bases = MsmBases { resident, host };
-        Ok((MsmJob { bases, scalars }, limits))
-    }
+    let scalars = match scalars {
+        GpuVector::Device(vector) => Scalars::Device(vector, len),
+        host => {
+            let values = host.on_host().unwrap_or_default();
+            Scalars::Host(values.get(..len).ok_or_else(|| {
+                Error::InvalidInput(format!("an MSM of {len} scalars over {}", values.len()))
+            })?)
+        }
+    };
+    let host = bases.host.get(..scalars.len()).ok_or_else(|| {
+        Error::InvalidInput(format!(
+            "{} bases for {} scalars",
+            bases.host.len(),
+            scalars.len()
+        ))
+    })?;
+    // Without a plan (one-off work), bases stream in the MSM's own chunks.
+    let (resident, limits) = match bases.device {
+        Some(device) => (device.resident.as_ref(), device.limits),
+        None => (None, MsmLimits::NONE),
+    };
+    let bases = MsmBases { resident, host };
+    Ok((MsmJob { bases, scalars }, limits))
 }
