@@ -1,7 +1,8 @@
 //! The GPU's curve and subgroup checks find exactly the points blstrs refuses
 //! (`is_on_curve`, blst's x = 0 rule on G1, `is_torsion_free`), on G1 and G2 and both
 //! wide-multiply paths: points of the subgroup (the identity among them) pass, points off the
-//! curve and points on it outside the subgroup are named by index, off the curve first; a
+//! curve and points on it outside the subgroup are named by index, off the curve first, whether
+//! the points come from host memory or are checked where they already are on the device; a
 //! parameter file read with them refuses such a point naming its section and index, as the
 //! CPU's checks do.
 
@@ -120,18 +121,40 @@ fn finds_the_invalid_points<C: TestPoints>(wide: WideMul) {
     // among all, and the first of several in different chunks wins.
     let chunked = kernels.with_points_per_dispatch(64);
     let points = sample_bases::<C>(3, 300);
-    // Each answer is the one the points were built to give, and the CPU's.
+    let gpu = common::gpu(common::Target::Native).expect("the kernels' device");
+    // Each answer is the one the points were built to give, and the CPU's: from host memory
+    // and on the device where they already are (as the MSM's resident bases hold them),
+    // there with a point off the curve past the ones checked, which must not be named.
     let named = |points: &[C::Affine], expected: Option<(usize, Invalid)>, what: &str| {
         let what = format!("{} {wide}: {what}", C::NAME);
         assert_eq!(C::first_invalid_on_cpu(points), expected, "CPU, {what}");
-        assert_eq!(kernels.first_invalid(points).unwrap(), expected, "{what}");
-        assert_eq!(
-            chunked.first_invalid(points).unwrap(),
-            expected,
-            "64 a chunk, {what}"
-        );
+        let mut held = points.to_vec();
+        held.push(C::off_curve_point());
+        let held = gpu
+            .storage_buffer("test points", C::affine_bytes(&held))
+            .unwrap();
+        for (kernels, chunks) in [(kernels, "one chunk"), (&chunked, "64 a chunk")] {
+            assert_eq!(
+                kernels.first_invalid(points).unwrap(),
+                expected,
+                "{chunks}, {what}"
+            );
+            let on_device = kernels.findings_on_device(&held, points.len()).unwrap();
+            assert_eq!(
+                on_device.first_invalid(),
+                expected,
+                "{chunks}, on the device, {what}"
+            );
+        }
     };
     named(&points, None, "the subgroup's points");
+    let short = gpu
+        .storage_buffer("test points", C::affine_bytes(&points[..10]))
+        .unwrap();
+    assert!(
+        kernels.findings_on_device(&short, 11).is_err(),
+        "more points than the buffer holds"
+    );
     named(&[], None, "no points");
     let outside = C::on_curve(4, 3);
     for (at, point) in [(0, outside[0]), (299, outside[1]), (150, outside[2])] {

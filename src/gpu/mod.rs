@@ -340,10 +340,23 @@ impl GpuContext {
         threads: u64,
         times: u32,
     ) -> Result<wgpu::SubmissionIndex> {
-        let pipeline = program.pipeline(entry);
         let resources: Vec<wgpu::BindingResource> =
             buffers.iter().map(|b| b.as_entire_binding()).collect();
-        let bind_group = self.bind_group(program, &resources);
+        self.dispatch_bound(program, entry, &resources, threads, times)
+    }
+
+    /// [`dispatch`](Self::dispatch) with `resources` bound in order: parts of buffers among
+    /// them.
+    pub fn dispatch_bound<P: Program>(
+        &self,
+        program: &Compiled<P>,
+        entry: P::Entry,
+        resources: &[wgpu::BindingResource],
+        threads: u64,
+        times: u32,
+    ) -> Result<wgpu::SubmissionIndex> {
+        let pipeline = program.pipeline(entry);
+        let bind_group = self.bind_group(program, resources);
         let (x, y) = self.grid(entry, threads);
         let mut encoder = self
             .device

@@ -7,6 +7,7 @@
 
 pub mod program;
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use blstrs::{Fp, Fp2, G1Affine, G2Affine};
@@ -217,47 +218,83 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
     /// The first of `points` off the curve (as blst's deserializer finds it), or where all
     /// are on it, the first outside the prime-order subgroup; `None` where all are in it.
     pub fn first_invalid(&self, points: &[C::Affine]) -> Found {
-        let findings = self.findings(points)?;
-        // Off the curve first, as blst's deserializer would refuse it before any subgroup
-        // check: the subgroup kernel's answer for such a point means nothing.
-        Ok(findings
-            .off_curve
-            .map(|index| (index, Invalid::OffCurve))
-            .or(findings.outside.map(|index| (index, Invalid::Outside))))
+        Ok(self.findings(points)?.first_invalid())
     }
 
     /// Both kernels' answers over `points`: the first off the curve, and the first whose
     /// subgroup check fails (on the curve or not; the identity passes). The points go
-    /// through two buffers of one chunk, reused, and the answers are read once, after the
-    /// last.
+    /// through one buffer of a chunk, reused: each chunk's upload is queued after the
+    /// previous chunk's passes, which read the buffer before it, and is written while they
+    /// run.
     pub fn findings(&self, points: &[C::Affine]) -> Result<Findings> {
         if points.is_empty() {
             return Ok(Findings::default());
         }
-        let count = u32::try_from(points.len()).map_err(|_| {
-            Error::InvalidInput(format!(
-                "{} points to check: at most 2^32 - 1",
-                points.len()
-            ))
-        })?;
+        let chunk = points.len().min(self.points_per_dispatch);
+        let staged = self
+            .gpu
+            .empty_storage_buffer("subgroup points", (chunk * C::AFFINE_BYTES) as u64)?;
+        self.checks(points.len(), chunk, |range| {
+            self.gpu
+                .upload(&staged, 0, C::affine_bytes(&points[range]))?;
+            Ok(staged.as_entire_buffer_binding())
+        })
+    }
+
+    /// [`findings`](Self::findings) over the first `len` points of `points`, a device
+    /// buffer holding them as [`GpuCurve::affine_bytes`] lays them out (the MSM's resident
+    /// bases do): checked where they are, nothing uploaded.
+    pub fn findings_on_device(&self, points: &wgpu::Buffer, len: usize) -> Result<Findings> {
+        let bytes = (len * C::AFFINE_BYTES) as u64;
+        if bytes > points.size() {
+            return Err(Error::InvalidInput(format!(
+                "{len} {} points to check in a buffer of {} bytes",
+                C::NAME,
+                points.size()
+            )));
+        }
+        // Each chunk is bound at its offset, a multiple of the alignment the device asks.
+        let align = self.gpu.limits.min_storage_buffer_offset_alignment.max(1) as usize;
+        let chunk = self.points_per_dispatch.next_multiple_of(align);
+        self.checks(len, chunk, |range| {
+            Ok(wgpu::BufferBinding {
+                buffer: points,
+                offset: (range.start * C::AFFINE_BYTES) as u64,
+                size: wgpu::BufferSize::new((range.len() * C::AFFINE_BYTES) as u64),
+            })
+        })
+    }
+
+    /// Both checks over `len` points, `chunk` at a time, each chunk's points bound where
+    /// `chunk_points` puts them; the answers are read once, after the last.
+    fn checks<'a>(
+        &self,
+        len: usize,
+        chunk: usize,
+        mut chunk_points: impl FnMut(Range<usize>) -> Result<wgpu::BufferBinding<'a>>,
+    ) -> Result<Findings> {
+        if len == 0 {
+            return Ok(Findings::default());
+        }
+        let count = u32::try_from(len)
+            .map_err(|_| Error::InvalidInput(format!("{len} points to check: at most 2^32 - 1")))?;
         let gpu = &self.gpu;
         let (k, k_bits) = C::k();
         let words = [0, 32, 64, 96].map(|shift| (k >> shift) as u32);
         let [c0, c1] = C::endo();
         let constants =
             gpu.storage_buffer("subgroup constants", C::Base::as_bytes(&[c0, c1, C::b()]))?;
-        let chunk = points.len().min(self.points_per_dispatch);
-        let bases =
-            gpu.empty_storage_buffer("subgroup points", (chunk * C::AFFINE_BYTES) as u64)?;
+        let chunk = chunk.min(len);
         // Jacobian sums: three coordinates, half as large again as an affine point.
         let jacobian_bytes = C::AFFINE_BYTES / 2 * 3;
         let sums = gpu.empty_storage_buffer("subgroup sums", (chunk * jacobian_bytes) as u64)?;
         let first_bad = gpu.storage_buffer("subgroup first bad", &[0xff; 8])?;
-        for (k_chunk, part) in points.chunks(chunk).enumerate() {
-            // Queued after the previous chunk's passes, which read the buffer before it.
-            gpu.upload(&bases, 0, C::affine_bytes(part))?;
+        for first in (0..len).step_by(chunk) {
+            let range = first..len.min(first + chunk);
+            let part = range.len() as u32;
+            let points = chunk_points(range)?;
             let params = |high, low| SubgroupParams {
-                count: part.len() as u32,
+                count: part,
                 high,
                 low,
                 k_bits,
@@ -265,19 +302,20 @@ impl<C: SubgroupCurve> SubgroupKernels<C> {
                 k1: words[1],
                 k2: words[2],
                 k3: words[3],
-                first: (k_chunk * chunk) as u32,
+                first: first as u32,
                 x_zero_refused: u32::from(C::X_ZERO_REFUSED),
             };
             let dispatch = |entry, params: SubgroupParams| -> Result<()> {
                 let params = gpu.uniform_buffer("subgroup params", bytemuck::bytes_of(&params))?;
-                gpu.dispatch(
-                    &self.program,
-                    entry,
-                    &[&params, &bases, &sums, &constants, &first_bad],
-                    part.len() as u64,
-                    1,
-                )
-                .map(drop)
+                let resources = [
+                    params.as_entire_binding(),
+                    wgpu::BindingResource::Buffer(points.clone()),
+                    sums.as_entire_binding(),
+                    constants.as_entire_binding(),
+                    first_bad.as_entire_binding(),
+                ];
+                gpu.dispatch_bound(&self.program, entry, &resources, u64::from(part), 1)
+                    .map(drop)
             };
             dispatch(SubgroupEntry::CurveCheck, params(k_bits, 0))?;
             let mut high = k_bits;
@@ -314,6 +352,17 @@ pub struct Findings {
     pub off_curve: Option<usize>,
     /// The first point whose subgroup check failed.
     pub outside: Option<usize>,
+}
+
+impl Findings {
+    /// The first point off the curve, or where all are on it, the first outside the
+    /// subgroup: off the curve first, as blst's deserializer refuses such a point before
+    /// any subgroup check (the subgroup kernel's answer for it means nothing).
+    pub fn first_invalid(&self) -> Option<(usize, Invalid)> {
+        self.off_curve
+            .map(|index| (index, Invalid::OffCurve))
+            .or(self.outside.map(|index| (index, Invalid::Outside)))
+    }
 }
 
 /// Both curves' checks on one device: a parameter file's points checked on its GPU

@@ -475,9 +475,9 @@ fn print_ntt_row(
 }
 
 /// The curve and subgroup checks of `2^n` points of `C` (one outside the subgroup, two
-/// thirds in), on the GPU from host memory as a parameter file's first read runs them, beside
-/// blstrs' `is_on_curve` and `is_torsion_free` on every core; a differing answer fails the
-/// command.
+/// thirds in), on the GPU from host memory as a parameter file's first read runs them and
+/// over the points already on the device, beside blstrs' `is_on_curve` and
+/// `is_torsion_free` on every core; a differing answer fails the command.
 pub fn subgroup<C: SubgroupCurve>(
     selector: &AdapterSelector,
     log_n: &[u32],
@@ -496,6 +496,7 @@ pub fn subgroup<C: SubgroupCurve>(
         rayon::current_num_threads()
     );
     let gpu_column = format!("GPU (best of {runs})");
+    let on_device_column = format!("points on the device (best of {runs})");
     println!(
         "{}",
         table_header(&[
@@ -503,6 +504,7 @@ pub fn subgroup<C: SubgroupCurve>(
             "n",
             &gpu_column,
             "GPU points/s",
+            &on_device_column,
             "blstrs CPU",
             "CPU points/s",
             "answers"
@@ -520,26 +522,44 @@ pub fn subgroup<C: SubgroupCurve>(
             gpu_answer = kernels.first_invalid(&points)?;
             best = best.min(t.elapsed());
         }
+        // The same checks where the points already are (as on resident bases): what the
+        // uploads add to the time above.
+        let held = gpu.storage_buffer("subgroup bench points", C::affine_bytes(&points))?;
+        let mut held_answer = kernels.findings_on_device(&held, points.len())?;
+        let mut best_held = Duration::MAX;
+        for _ in 0..runs.max(1) {
+            let t = Instant::now();
+            held_answer = kernels.findings_on_device(&held, points.len())?;
+            best_held = best_held.min(t.elapsed());
+        }
+        drop(held);
         let t = Instant::now();
         let cpu_answer = points
             .par_iter()
             .position_first(|p| !C::in_subgroup_on_cpu(p));
         let cpu = t.elapsed();
-        let equal = gpu_answer == cpu_answer.map(|index| (index, Invalid::Outside))
+        let expected = cpu_answer.map(|index| (index, Invalid::Outside));
+        let equal = gpu_answer == expected
+            && held_answer.first_invalid() == expected
             && cpu_answer == Some(planted);
         all_equal &= equal;
         let per_second = |d: Duration| rate(points.len() as f64 / d.as_secs_f64());
         println!(
-            "| {} | 2^{n} | {} | {} | {} | {} | {} |",
+            "| {} | 2^{n} | {} | {} | {} | {} | {} | {} |",
             C::NAME,
             ms(best),
             per_second(best),
+            ms(best_held),
             ms(cpu),
             per_second(cpu),
             if equal {
                 format!("equal (point {planted})")
             } else {
-                format!("DIFFER: GPU {gpu_answer:?}, CPU {cpu_answer:?}, planted {planted}")
+                format!(
+                    "DIFFER: GPU {gpu_answer:?}, on the device {:?}, CPU {cpu_answer:?}, \
+                     planted {planted}",
+                    held_answer.first_invalid()
+                )
             }
         );
     }
