@@ -26,7 +26,10 @@
 #               sectors back to back; peak RSS and VRAM (~15 min est.; ~60 GiB of memory and
 #               ~60 GiB of disk, est.), and three sectors through the daemon
 #               (`serve --benchmark-jobs`); real32_setup, real32_c2, real32_sectors and
-#               real32_daemon are its parts
+#               real32_daemon are its parts; real32_cold (not in real32) runs `c2` with the
+#               file recorded as checked after evicting every file it reads from the page
+#               cache (posix_fadvise DONTNEED through dd's nocache flag; no root needed):
+#               a read from disk
 #   soak        the daemon under SOAK_JOBS (2,000) jobs, 2 KiB C2 and Winning PoSt in turn,
 #               from 32 clients, 10% of them cut short, cancelled or sent twice, then a
 #               flood of 200 past --max-pending 64: answers against the daemon's counters,
@@ -58,6 +61,11 @@ sample_vram() {
     fi
 }
 peak_of() { sort -n "$1" | tail -1; }
+# How many bytes of the files given are in the page cache (where util-linux has fincore).
+cached_bytes() {
+    command -v fincore >/dev/null || return 0
+    echo "$(fincore --bytes --noheadings --output RES "$@" | awk '{s += $1} END {print s + 0}') bytes in the page cache"
+}
 
 # Starts the daemon with the arguments after $1, its log in $1, and waits until it serves;
 # sets $daemon to its pid.
@@ -172,6 +180,21 @@ real32_c2() {
             --trace "$out/c2-32g-$run.trace.json"
     done
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g.txt") MiB"
+}
+
+real32_cold() {
+    real32_files
+    local files
+    mapfile -t files < <(find "$work" -type f -size +1M)
+    echo "${#files[@]} files the C2 may read, $(du -ch "${files[@]}" | tail -1 | cut -f1)"
+    cached_bytes "${files[@]}"
+    sync
+    for f in "${files[@]}"; do dd if="$f" iflag=nocache count=0 status=none; done
+    cached_bytes "${files[@]}"
+    echo "c2 of the 32 GiB shape, parameters recorded, its files read from disk:"
+    RUST_LOG=wgpu_groth16=info /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 \
+        --c1 "$work/c1-32g.json" --miner-id 1000 --sector-id 7 --benchmark \
+        --trace "$out/c2-32g-cold.trace.json"
 }
 
 real32_sectors() {
