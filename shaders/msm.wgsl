@@ -15,7 +15,8 @@
 //    placed a workgroup at a time (HOT_KEY).
 // 4. msm_accumulate_bases, then msm_accumulate_partials once per further level: the sorted
 //    list is cut into equal segments of `segment` entries, whatever the buckets are, so a
-//    bucket holding most points (0/1-heavy witnesses) is summed by many threads. A run of
+//    bucket holding most points (0/1-heavy witnesses) is summed by many threads (at level 0
+//    fewer entries a segment where the list is far below its bound: `level_segment`). A run of
 //    equal keys that lies inside one segment is stored in its bucket; a run crossing a
 //    segment edge leaves a partial sum, and the partials (two slots per segment, still
 //    sorted) form the next level's list. Chunks after the first start each key's first run
@@ -227,6 +228,23 @@ fn place_in_window_zero(i: u32, lane: u32) {
     }
 }
 
+// Threads that fill a GPU (`FULL_LEVEL_THREADS` in msm/plan).
+const FULL_LEVEL_THREADS: u32 = 65536u;
+// The shortest segment level 0 takes (`SEGMENTS` in msm/plan starts there).
+const SHORTEST_SEGMENT: u32 = 4u;
+
+// Entries a thread takes at this level. Level 0 over a list far below its bound (0/1
+// witnesses give a point one entry, not one a window) takes shorter segments than the plan's,
+// so that enough threads run to fill the GPU, each a shorter chain of additions: never more
+// threads than the dispatch has (its partials then stay within level 1's bound) nor a longer
+// segment than the plan's.
+fn level_segment(len: u32, from_bases: bool) -> u32 {
+    if (!from_bases) { return params.segment; }
+    let dispatched = (params.count * params.windows + params.segment - 1u) / params.segment;
+    let threads = max(min(dispatched, FULL_LEVEL_THREADS), 1u);
+    return clamp((len + threads - 1u) / threads, min(SHORTEST_SEGMENT, params.segment), params.segment);
+}
+
 fn entry_key(i: u32, from_bases: bool) -> u32 {
     if (from_bases) { return sorted[i].x; }
     return keys_in[i] & ~PLACEHOLDER;
@@ -244,7 +262,7 @@ fn entry_key(i: u32, from_bases: bool) -> u32 {
 // any other run stores its sum, the identity included (the bucket may hold an earlier sum).
 fn accumulate_segment(seg: u32, from_bases: bool) {
     let len = lengths[params.level];
-    let t = params.segment;
+    let t = level_segment(len, from_bases);
     if (seg == 0u) { lengths[params.level + 1u] = 2u * ((len + t - 1u) / t); }
     let start = seg * t;
     if (start >= len) { return; }

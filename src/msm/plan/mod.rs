@@ -68,7 +68,8 @@ pub struct MsmPlan {
     pub chunk: usize,
     /// Upper bound on each accumulation level's list length; the last fits one segment.
     pub level_bounds: Vec<u64>,
-    /// Entries a thread takes at each level: `segment` at level 0 and while a level's list
+    /// Entries a thread takes at each level: `segment` at level 0 (at most: over a list far
+    /// below its bound, fewer, as msm.wgsl's `level_segment` says) and while a level's list
     /// fills [`FULL_LEVEL_THREADS`] threads, [`TAIL_SEGMENT`] after.
     pub level_segments: Vec<u32>,
 }

@@ -417,3 +417,15 @@ fn workspaces_kept_for_a_proofs_chunked_msms_are_one() {
     assert_eq!(crate::msm::kept_bytes(&apart, xyzz), bytes[1] + bytes[2]);
     assert_eq!(crate::msm::kept_bytes(&[], xyzz), 0);
 }
+
+/// msm.wgsl's level 0 sizes its segments by these: the shader's copies must agree.
+#[test]
+fn the_shader_knows_the_plans_level_constants() {
+    let shader = include_str!("../../../shaders/msm.wgsl");
+    for line in [
+        format!("const FULL_LEVEL_THREADS: u32 = {FULL_LEVEL_THREADS}u;"),
+        format!("const SHORTEST_SEGMENT: u32 = {}u;", SEGMENTS.start()),
+    ] {
+        assert!(shader.contains(&line), "msm.wgsl lacks {line:?}");
+    }
+}
