@@ -166,6 +166,13 @@ real32_files() {
     fi
 }
 
+# One C2 of real32_setup's C1 output, timed, its trace named by $1.
+c2_32g() {
+    RUST_LOG=wgpu_groth16=info /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 \
+        --c1 "$work/c1-32g.json" --miner-id 1000 --sector-id 7 --benchmark \
+        --trace "$out/c2-32g-$1.trace.json"
+}
+
 real32_c2() {
     real32_files
     local vram
@@ -175,9 +182,7 @@ real32_c2() {
     for run in ${REAL32_RUNS:-recorded unrecorded}; do
         [ "$run" = unrecorded ] && rm -rf "$WGPU_GROTH16_PARAMS_CACHE/checked-params"
         echo "c2 of the 32 GiB shape, parameters $run:"
-        RUST_LOG=wgpu_groth16=info /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 \
-            --c1 "$work/c1-32g.json" --miner-id 1000 --sector-id 7 --benchmark \
-            --trace "$out/c2-32g-$run.trace.json"
+        c2_32g "$run"
     done
     [ -n "$vram" ] && kill "$vram" && echo "peak VRAM: $(peak_of "$work/vram-32g.txt") MiB"
 }
@@ -192,9 +197,7 @@ real32_cold() {
     for f in "${files[@]}"; do dd if="$f" iflag=nocache count=0 status=none; done
     cached_bytes "${files[@]}"
     echo "c2 of the 32 GiB shape, parameters recorded, its files read from disk:"
-    RUST_LOG=wgpu_groth16=info /usr/bin/time -v "$bin/wgpu-groth16-filecoin" c2 \
-        --c1 "$work/c1-32g.json" --miner-id 1000 --sector-id 7 --benchmark \
-        --trace "$out/c2-32g-cold.trace.json"
+    c2_32g cold
 }
 
 real32_sectors() {
