@@ -177,6 +177,7 @@ impl RecordedSystem {
             b_input_density,
             b_aux_density,
             trace: Trace(header.trace),
+            part_sizes: Default::default(),
         })
     }
 }

@@ -37,6 +37,7 @@ pub use witness::{CircuitParts, WitnessRun, WitnessValues};
 
 use matrix::Matrix;
 use trace::Trace;
+use witness::PartSizes;
 
 /// Column tag of aux variables; inputs are untagged.
 pub(crate) const AUX: u32 = 1 << 31;
@@ -70,6 +71,7 @@ pub struct RecordedSystem {
     b_input_density: Density,
     b_aux_density: Density,
     trace: Trace,
+    part_sizes: PartSizes,
 }
 
 impl RecordedSystem {

@@ -159,6 +159,7 @@ impl Recorder {
             b_input_density: self.b_input_density,
             b_aux_density: self.b_aux_density,
             trace: self.trace,
+            part_sizes: Default::default(),
         }
     }
 }
