@@ -51,7 +51,8 @@ impl RecordedSystem {
         let shared = (prefix.input_count, prefix.aux_count);
         let (prefix_steps, prefix_constraints) = (prefix.steps(), prefix.constraints);
         let prefix_state = Some((prefix.trace, shared));
-        let prefix_aux = prefix.aux.into_own();
+        // The prefix's values, then the parts' where they have no place in `whole`.
+        let mut copied = prefix.aux.into_own();
         let mut inputs = prefix.inputs;
         inputs.reserve_exact(self.inputs.saturating_sub(inputs.len()));
         let prefix_trace = prefix.trace;
@@ -61,17 +62,10 @@ impl RecordedSystem {
         // place in `whole`; otherwise each keeps its own vector and they are copied into the
         // prefix's, in order, as they come.
         let mut whole: Vec<Scalar> = Vec::new();
-        let mut places = self
-            .part_sizes
-            .places(&mut whole, &prefix_aux, self.aux, count);
-        let mut copied = match places {
-            Some(_) => Vec::new(),
-            None => {
-                let mut copied = prefix_aux.clone();
-                copied.reserve_exact(self.aux.saturating_sub(copied.len()));
-                copied
-            }
-        };
+        let mut places = self.part_sizes.places(&mut whole, &copied, self.aux, count);
+        if places.is_none() {
+            copied.reserve_exact(self.aux.saturating_sub(copied.len()));
+        }
         let mut sizes = Vec::with_capacity(count);
         let mut placed = Vec::new();
         let mut first_error = None;
@@ -144,7 +138,6 @@ impl RecordedSystem {
                     whole
                 } else {
                     // A part kept another count than last time: copied in order after all.
-                    let mut copied = prefix_aux;
                     for place in &placed {
                         place.append_to(&mut copied);
                     }
