@@ -563,12 +563,17 @@ impl DevicePlan {
             true => ", G1 MSMs two at a time (H with L, A with B)",
             false => "",
         };
+        // What nothing planned takes: whether one more proof's staged vectors would fit.
+        let spare = self
+            .room_with(self.proofs_in_flight)
+            .saturating_sub(self.matrices_bytes);
         format!(
             "{bases}, {scalars}{matrices}, MSM chunks of {} G1 and {} G2 points{buckets}\
-             {together}, {} proof(s) in flight, {}",
+             {together}, {} proof(s) in flight ({} MiB spare), {}",
             self.chunk_points[0],
             self.chunk_points[1],
             self.proofs_in_flight,
+            mib(spare),
             self.describe_budget()
         )
     }
@@ -891,5 +896,22 @@ mod tests {
             matches!(err, Error::VramBudget { needed, .. } if needed > 5 * GIB),
             "{err}"
         );
+    }
+
+    /// The plan line says what nothing planned takes: the budget less the kept and resident
+    /// bytes, the room set aside for the matrices and the proofs in flight.
+    #[test]
+    fn the_plan_line_names_the_spare_room() {
+        let f = shape_2_27_planned();
+        for (pool_mib, workers) in [(74_887, 2), (23_357, 1), (132_428, 2)] {
+            let plan = DevicePlan::new(&f, pool_mib << 20, workers).unwrap();
+            let used = plan.kept_bytes
+                + plan.resident_bytes
+                + plan.matrices_bytes
+                + plan.proof_bytes * plan.proofs_in_flight as u64;
+            let line = plan.describe(&f);
+            let spare = format!("in flight ({} MiB spare)", (plan.budget - used) >> 20);
+            assert!(line.contains(&spare), "{line} / {spare}");
+        }
     }
 }
