@@ -709,6 +709,74 @@ fn g1_msms_two_at_a_time_give_bellpersons_proof_within_the_budget() {
     engine.gpu_engine().unwrap().set_vram_budget(BUDGET);
 }
 
+/// Within the smallest budget whose plan holds one proof in flight with its a, b, c and
+/// scalars on the device beside resident matrices, where the room b and c leave after the H
+/// step holds the next recorded proof's aux values (the H100's plan for a 32 GiB C2): a
+/// batch of three recorded proofs runs two workers, some proof stages ahead beside the one
+/// computing, and every proof is bellperson's, the pool within the budget.
+#[test]
+fn proofs_staged_ahead_give_bellpersons_proofs_within_the_budget() {
+    let Some((engine, _one_at_a_time)) = budget_engine() else {
+        return;
+    };
+    let seed = 43;
+    let params = params_for(FilecoinLike::blank(10).unwrap(), seed);
+    let system = Arc::new(RecordedSystem::record(FilecoinLike::blank(10).unwrap()).unwrap());
+    let gpu = engine.gpu_engine().expect("a GPU engine");
+    let matrices = MatrixBytes::of(&system);
+    let footprint = gpu.footprint(&params.clone().into(), matrices).unwrap();
+    let ahead = |plan: &DevicePlan| {
+        plan.proof == ProofBuffers::Resident
+            && plan.matrices_bytes > 0
+            && plan.stages_ahead(&footprint)
+    };
+    let budget = smallest_budget_where(&footprint, ahead);
+    gpu.set_vram_budget(budget);
+    gpu.pool().reset_peak();
+    let prover = Prover::with_engine_for(&params, engine.clone(), &system).unwrap();
+    let plan = prover.plan().expect("a plan on the GPU").clone();
+    assert!(ahead(&plan) && plan.proofs_in_flight == 1, "{plan:?}");
+    assert_eq!(
+        prover.workers(),
+        2,
+        "one proof in flight, one staging ahead"
+    );
+    let circuits: Vec<_> = (1..=3)
+        .map(|i| FilecoinLike::new(10, seed + i).unwrap())
+        .collect();
+    let rs: Vec<_> = (0..3).map(|i| Scalar::random(rng(seed + 10 + i))).collect();
+    let ss: Vec<_> = (0..3).map(|i| Scalar::random(rng(seed + 20 + i))).collect();
+    let expected: Vec<_> = circuits
+        .iter()
+        .zip(rs.iter().zip(&ss))
+        .map(|(circuit, (&r, &s))| {
+            proof_bytes(&create_proof(circuit.clone(), &params, r, s).unwrap())
+        })
+        .collect();
+    let before = gpu.proofs_staged_ahead();
+    let never = CancelToken::new();
+    let (proofs, _) = prove_batch_recorded_across(
+        std::slice::from_ref(&prover),
+        circuits,
+        &system,
+        &rs,
+        &ss,
+        &never,
+    )
+    .unwrap();
+    let peak = gpu.pool().stats().peak_bytes;
+    let proofs: Vec<_> = proofs.iter().map(proof_bytes).collect();
+    assert_eq!(proofs, expected);
+    assert!(!engine.gpu_failed(), "proved on the GPU");
+    assert!(gpu.proofs_staged_ahead() > before, "no proof staged ahead");
+    assert!(
+        peak <= budget,
+        "{peak} bytes counted at once, budget {budget}"
+    );
+    drop(prover);
+    gpu.set_vram_budget(BUDGET);
+}
+
 /// A recorded proof's products ran inside its H step (no step of their own) and its A and B
 /// scalars were gathered on the device (none selected on the host).
 fn assert_products_and_gathers_on_the_device(report: &ProveReport, streamed: bool) {

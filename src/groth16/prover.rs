@@ -290,20 +290,23 @@ impl Prover {
     }
 
     /// Proofs in flight at once: the workers asked for, fewer if the engine's plan holds
-    /// fewer.
+    /// fewer, one of them staging ahead where the plan lets the next proof stage beside one
+    /// past its H step.
     pub fn workers(&self) -> usize {
-        match self.plan() {
-            Some(plan) if plan.proofs_in_flight < self.workers => {
-                log::info!(
-                    "{} workers asked for, {} fit the VRAM budget of {} bytes",
-                    self.workers,
-                    plan.proofs_in_flight,
-                    plan.budget
-                );
-                plan.proofs_in_flight
-            }
-            _ => self.workers,
+        let Some(resident) = self.resident() else {
+            return self.workers;
+        };
+        let plan = &resident.plan;
+        let fit = plan.proofs_in_flight + usize::from(plan.stages_ahead(&resident.footprint));
+        if fit < self.workers {
+            log::info!(
+                "{} workers asked for, {fit} fit the VRAM budget of {} bytes",
+                self.workers,
+                plan.budget
+            );
+            return fit;
         }
+        self.workers
     }
 
     /// Host bytes each proof in flight holds beside its synthesized circuit where the plan
@@ -362,16 +365,26 @@ impl Prover {
     /// The engine's plan for this prover's proofs (`None` on the CPU, or while the
     /// parameters fail to load).
     pub fn plan(&self) -> Option<&DevicePlan> {
-        let loaded = self.params.get().ok()?;
-        loaded.resident.as_ref().map(|resident| &resident.plan)
+        self.resident().map(|resident| &resident.plan)
     }
 
-    /// The plan in one line (`None` on the CPU, or while the parameters fail to load).
+    fn resident(&self) -> Option<&ResidentParams> {
+        self.params.get().ok()?.resident.as_ref()
+    }
+
+    /// The plan in one line, as this prover's workers run it (`None` on the CPU, or while
+    /// the parameters fail to load).
     pub fn plan_line(&self) -> Option<String> {
-        let resident = self.params.get().ok()?.resident.as_ref()?;
+        let resident = self.resident()?;
+        let (workers, planned) = (self.workers(), &resident.plan);
         let plan = DevicePlan {
-            proofs_in_flight: self.workers(),
-            ..resident.plan.clone()
+            proofs_in_flight: workers.min(planned.proofs_in_flight),
+            // A proof staging ahead needs a worker of its own.
+            ahead_bytes: match workers > planned.proofs_in_flight {
+                true => planned.ahead_bytes,
+                false => 0,
+            },
+            ..planned.clone()
         };
         Some(plan.describe(&resident.footprint))
     }
@@ -593,14 +606,17 @@ impl Prover {
         } = assignment;
         let loaded = self.params.get()?;
         let (params, resident) = (&loaded.params, loaded.resident.as_ref());
-        // Before the proof's first buffer: the device holds as many proofs as its plan.
-        let _slot = engine.proof_slot();
+        let deferred = assignment.deferred_products.as_ref();
+        // Before the proof's first buffer: the device holds as many proofs as its plan, and
+        // one more staging ahead where a proof past its H step opened the room.
+        let staged_bytes =
+            resident.map_or(0, |r| r.plan.staged_bytes(&r.footprint, deferred.is_some()));
+        let slot = engine.proof_slot(staged_bytes);
 
         // A proof's vectors live to its end, and go back to the pool together. Products left
         // to the proof are computed in its compute stage, from the aux values staged for L.
         // Where the plan has no room for the scalar vectors, the L, A and B scalars stay in
         // host memory and stream with their MSMs' chunks.
-        let deferred = assignment.deferred_products.as_ref();
         let scalars_on_device = resident.is_none_or(|r| r.plan.scalars_on_device());
         // With the products in the H step, a, b, c that do not come from the device's
         // products take the H step in parts (three vectors do not fit beside the matrices).
@@ -622,6 +638,10 @@ impl Prover {
                 Ok((abc, l_scalars))
             })?
         };
+        // Staged ahead, the proof takes no more until the proof before it has ended.
+        if let Some(slot) = &slot {
+            slot.whole();
+        }
         let device_matrices = deferred.and_then(|m| self.device_matrices(m));
 
         let _compute = engine.enter(Stage::Compute);
@@ -656,6 +676,10 @@ impl Prover {
             }
             abc[1] = engine.vector(&[]);
             abc[2] = engine.vector(&[]);
+            // The room the rest of this proof does not need: the next proof stages there.
+            if let (Some(slot), Some(resident)) = (&slot, resident) {
+                slot.open(resident.plan.ahead_bytes);
+            }
             Ok(())
         };
         let msm_h = |abc: &mut [_; 3], report: &mut ProveReport| -> Result<G1Projective> {

@@ -241,6 +241,12 @@ impl GpuEngine {
         self.held_before
     }
 
+    /// Proofs that staged ahead on this device (in the room another opened past its H
+    /// step) since the engine was made.
+    pub fn proofs_staged_ahead(&self) -> usize {
+        self.slots.taken_ahead()
+    }
+
     /// The default VRAM budget of this engine's device, if its backend tells.
     pub fn default_vram_budget(&self) -> Option<u64> {
         device_memory(&self.gpu.adapter).map(|memory| memory.default_budget())
@@ -494,8 +500,8 @@ impl Engine for GpuEngine {
         self.gpu.describe()
     }
 
-    fn proof_slot(&self) -> Option<ProofSlot<'_>> {
-        Some(self.slots.take())
+    fn proof_slot(&self, staged_bytes: u64) -> Option<ProofSlot<'_>> {
+        Some(self.slots.take(staged_bytes))
     }
 
     fn enter(&self, stage: Stage) -> StageGuard<'_> {

@@ -64,9 +64,10 @@ pub trait Engine: Sync {
     fn describe(&self) -> String;
 
     /// Holds one of the device's proof slots until the guard drops (a GPU proves as many
-    /// proofs at once as its plan sized the budget for, across every prover; the CPU, any
-    /// number). Taken before a proof's first buffer.
-    fn proof_slot(&self) -> Option<ProofSlot<'_>> {
+    /// proofs at once as its plan sized the budget for, across every prover, and one more
+    /// may stage ahead, its staging taking `staged_bytes`; the CPU, any number). Taken
+    /// before a proof's first buffer.
+    fn proof_slot(&self, _staged_bytes: u64) -> Option<ProofSlot<'_>> {
         None
     }
 

@@ -69,6 +69,19 @@ impl Footprint {
         (l + self.domain_vector.max(a).max(b)).max(self.h_in_parts)
     }
 
+    /// The most a proof of `mode` holds once past its H step: h's vector beside the L
+    /// scalars, then the A and B scalars beside them (one at a time where its products are
+    /// in parts); with the scalars on the host, h's vector alone.
+    pub fn after_h_step(&self, mode: ProofBuffers) -> u64 {
+        let [l, a, b] = self.scalar_vectors;
+        let h = self.domain_vector;
+        match mode {
+            ProofBuffers::Resident | ProofBuffers::ProductsInPairs => l + h.max(a + b),
+            ProofBuffers::ProductsInParts => l + h.max(a).max(b),
+            ProofBuffers::ScalarsStreamed | ProofBuffers::HInParts => h,
+        }
+    }
+
     /// Bytes of every base.
     pub fn bases_bytes(&self) -> u64 {
         self.bases
@@ -259,6 +272,9 @@ pub struct DevicePlan {
     pub kept_bytes: u64,
     /// Bytes of one proof's buffers.
     pub proof_bytes: u64,
+    /// Bytes of those a proof no longer needs once past its H step: the room in which
+    /// the next proof stages ahead, beside it (`Prover::workers`).
+    pub ahead_bytes: u64,
     /// Bytes set aside for the constraint matrices (0: none planned).
     pub matrices_bytes: u64,
     /// Whether those bytes are the buffers the matrices stream through.
@@ -446,6 +462,7 @@ impl DevicePlan {
             proofs_in_flight: workers.max(1).min(more),
             kept_bytes,
             proof_bytes,
+            ahead_bytes: proof_bytes.saturating_sub(footprint.after_h_step(proof)),
             matrices_bytes,
             matrices_streamed,
             resident_bytes,
@@ -471,6 +488,28 @@ impl DevicePlan {
             self.proof,
             ProofBuffers::Resident | ProofBuffers::ProductsInPairs | ProofBuffers::ProductsInParts
         )
+    }
+
+    /// Device bytes a proof's staging takes: the L scalars (the aux values) where they are
+    /// on the device, and a, b, c where the proof brings them from the host (its products
+    /// not `deferred` to the device or the CPU) and the H step takes them whole.
+    pub fn staged_bytes(&self, footprint: &Footprint, deferred: bool) -> u64 {
+        let l = match self.scalars_on_device() {
+            true => footprint.scalar_vectors[0],
+            false => 0,
+        };
+        let abc = match deferred || self.h_in_parts() || self.products_with_h() {
+            true => 0,
+            false => 3 * footprint.domain_vector,
+        };
+        l + abc
+    }
+
+    /// Whether the next proof of a recorded system stages ahead, in the room a proof leaves
+    /// once past its H step: where its staging takes device memory, and fits there.
+    pub fn stages_ahead(&self, footprint: &Footprint) -> bool {
+        let staged = self.staged_bytes(footprint, true);
+        staged > 0 && staged <= self.ahead_bytes
     }
 
     /// Whether the products run on the device inside the H step, which holds two vectors at
@@ -567,9 +606,13 @@ impl DevicePlan {
         let spare = self
             .room_with(self.proofs_in_flight)
             .saturating_sub(self.matrices_bytes);
+        let ahead = match self.stages_ahead(footprint) {
+            true => ", the next staging ahead once one passes its H step",
+            false => "",
+        };
         format!(
             "{bases}, {scalars}{matrices}, MSM chunks of {} G1 and {} G2 points{buckets}\
-             {together}, {} proof(s) in flight ({} MiB spare), {}",
+             {together}, {} proof(s) in flight ({} MiB spare){ahead}, {}",
             self.chunk_points[0],
             self.chunk_points[1],
             self.proofs_in_flight,
@@ -896,6 +939,33 @@ mod tests {
             matches!(err, Error::VramBudget { needed, .. } if needed > 5 * GIB),
             "{err}"
         );
+    }
+
+    /// Where a proof holds a, b, c and its L scalars (the H100's default plan at 2^27, one
+    /// proof in flight), the room b and c leave after its H step holds the next recorded
+    /// proof's aux values: it stages ahead. A fully synthesized proof stages a, b, c too, and
+    /// where the products run in pairs the A and B scalars take that room back: neither
+    /// stages ahead.
+    #[test]
+    fn the_next_proof_stages_ahead_where_the_room_after_the_h_step_holds_its_staging() {
+        let f = shape_2_27_planned();
+        let plan = DevicePlan::new(&f, 74_887 << 20, 2).unwrap();
+        assert_eq!(plan.proof, ProofBuffers::Resident, "{plan:?}");
+        assert_eq!(plan.proofs_in_flight, 1, "{plan:?}");
+        assert_eq!(plan.ahead_bytes, 4 * GIB);
+        assert_eq!(plan.staged_bytes(&f, true), 4 * GIB);
+        assert!(plan.stages_ahead(&f));
+        let line = plan.describe(&f);
+        assert!(
+            line.contains("(0 MiB spare), the next staging ahead"),
+            "{line}"
+        );
+        assert_eq!(plan.staged_bytes(&f, false), 16 * GIB);
+        let pairs = DevicePlan::new(&f, 23_357 << 20, 2).unwrap();
+        assert_eq!(pairs.proof, ProofBuffers::ProductsInPairs, "{pairs:?}");
+        assert_eq!(pairs.ahead_bytes, 0);
+        assert!(!pairs.stages_ahead(&f));
+        assert!(!pairs.describe(&f).contains("ahead"));
     }
 
     /// The plan line says what nothing planned takes: the budget less the kept and resident
