@@ -211,7 +211,7 @@ const COPY_THREADS: usize = 8;
 /// a rayon thread waiting for its tasks runs other queued tasks meanwhile, among them another
 /// worker's MSM or upload that wants the lock its own stack holds: a batch with two workers
 /// deadlocked so. These threads run nothing but this copy.
-fn on_copy_threads<T: Send>(
+pub(crate) fn on_copy_threads<T: Send>(
     items: impl ExactSizeIterator<Item = T> + Send,
     copy: impl Fn(T) -> Result<()> + Sync,
 ) -> Result<()> {

@@ -96,11 +96,11 @@ impl KernelJobs {
         let bytes = match kernel {
             Kernel::MsmG1 => {
                 let bases = engine.bases::<G1>(&self.bases_g1, None);
-                g1(engine.msm(&bases, &engine.vector(&self.scalars), n)?)
+                g1(engine.msm(&bases, &engine.vector(&self.scalars), n, None)?)
             }
             Kernel::MsmG2 => {
                 let bases = engine.bases::<G2>(&self.bases_g2, None);
-                g2(engine.msm(&bases, &engine.vector(&self.scalars), n)?)
+                g2(engine.msm(&bases, &engine.vector(&self.scalars), n, None)?)
             }
             Kernel::Ntt => {
                 let mut values = engine.vector(&self.a);

@@ -1,0 +1,325 @@
+//! Streamed chunks of only the points whose scalar is not zero.
+//!
+//! The real PoRep circuit's aux values are about half zeros (51% of a 32 GiB partition's;
+//! docs/benchmarks/vram-budgets.md), and the L, A and B MSMs over them are their upload where
+//! their bases stream: a zero scalar's base crosses the bus for nothing. Where the host
+//! holds an MSM's scalars and knows which are zero ([`HostScalars`]), each streamed chunk is
+//! instead the next run of points whose scalar is not zero: their bases and scalars are
+//! gathered on the host and uploaded, the zeros' never. The sum is the same: a zero scalar
+//! adds nothing.
+//!
+//! Everything here works on bit sets (which values are not zero, which a query selects), 64
+//! values a word: finding the chunks is a pass of popcounts, not a read of the scalars.
+
+use std::ops::Range;
+
+use blstrs::Scalar;
+use ff::Field;
+
+use crate::error::{Error, Result};
+use crate::gpu::on_copy_threads;
+use crate::recorded::Density;
+
+/// Part of an MSM's scalars on the host: `values`, all of them or those `selection`
+/// selects, in order; `nonzero` marks the values that are not zero.
+#[derive(Clone, Copy)]
+pub struct Segment<'a> {
+    pub values: &'a [Scalar],
+    pub nonzero: &'a Density,
+    pub selection: Option<&'a Density>,
+}
+
+impl Segment<'_> {
+    /// The MSM's points this segment gives.
+    fn len(&self) -> usize {
+        self.selection.map_or(self.values.len(), Density::total)
+    }
+
+    /// Word `w` of the selection (all ones where there is none), clipped to the values.
+    fn selected_word(&self, w: usize) -> u64 {
+        match self.selection {
+            Some(selection) => selection.words()[w],
+            None => {
+                let tail = self.values.len() - w * 64;
+                if tail >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << tail) - 1
+                }
+            }
+        }
+    }
+
+    /// The index of the value at point `rank` of this segment (`values.len()` past its last).
+    fn value_at(&self, rank: usize) -> usize {
+        let Some(selection) = self.selection else {
+            return rank;
+        };
+        let mut left = rank;
+        for (w, &word) in selection.words().iter().enumerate() {
+            let ones = word.count_ones() as usize;
+            if left < ones {
+                let mut word = word;
+                for _ in 0..left {
+                    word &= word - 1;
+                }
+                return w * 64 + word.trailing_zeros() as usize;
+            }
+            left -= ones;
+        }
+        self.values.len()
+    }
+}
+
+/// An MSM's scalars as the host holds them: up to two segments, in order (the A and B
+/// queries' scalars are their inputs, then their aux values; L's, the aux values alone).
+#[derive(Clone, Copy)]
+pub struct HostScalars<'a> {
+    pub segments: [Option<Segment<'a>>; 2],
+}
+
+impl<'a> HostScalars<'a> {
+    /// All of `values`, `nonzero` marking those that are not zero.
+    pub fn all(values: &'a [Scalar], nonzero: &'a Density) -> Self {
+        HostScalars {
+            segments: [
+                Some(Segment {
+                    values,
+                    nonzero,
+                    selection: None,
+                }),
+                None,
+            ],
+        }
+    }
+
+    /// The MSM's points: the segments' together.
+    pub fn len(&self) -> usize {
+        self.segments.iter().flatten().map(Segment::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The values of `values` that are not zero, as a bit set (on several threads: a 2^27
+/// vector is 4 GiB to read).
+pub fn nonzero(values: &[Scalar]) -> Result<Density> {
+    /// Words a thread's piece takes.
+    const PIECE_WORDS: usize = 4096;
+    let mut words = vec![0u64; values.len().div_ceil(64)];
+    let pieces = words
+        .chunks_mut(PIECE_WORDS)
+        .zip(values.chunks(PIECE_WORDS * 64));
+    on_copy_threads(pieces, |(words, values)| {
+        for (word, run) in words.iter_mut().zip(values.chunks(64)) {
+            *word = run
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| !bool::from(v.is_zero()))
+                .fold(0, |word, (i, _)| word | 1 << i);
+        }
+        Ok(())
+    })?;
+    Density::from_words(words, values.len())
+        .ok_or_else(|| Error::Internal("a bit set of other than one word per 64 values".into()))
+}
+
+/// A run of a segment's words: the values of its streamed part in `words`, the first of
+/// which is point `position` of the MSM; `nonzero` of them not zero.
+#[derive(Clone, Debug)]
+struct Block {
+    segment: usize,
+    /// Values `values.start..values.end` of the segment (within whole words but the ends).
+    values: Range<usize>,
+    position: usize,
+    nonzero: usize,
+}
+
+/// The streamed part of one MSM cut into chunks of points whose scalar is not zero.
+pub(super) struct Compaction {
+    blocks: Vec<Block>,
+    /// Per chunk, its blocks and its points (scalars not zero).
+    chunks: Vec<(Range<usize>, usize)>,
+    /// Points of the streamed part with a zero scalar: never uploaded.
+    pub skipped: usize,
+}
+
+/// Values a block spans at most: small enough that its non-zero ones always fit a chunk of
+/// `cap`, large enough that the blocks are few.
+fn block_values(cap: usize) -> usize {
+    (cap / 64).clamp(1, 64) * 64
+}
+
+impl Compaction {
+    /// The points `from..` of `scalars` in chunks of at most `cap` points whose scalar is not
+    /// zero; `None` where fewer than one in `1/KEEP_AT_MOST` of them is zero (not worth a
+    /// gather).
+    pub fn new(scalars: &HostScalars<'_>, from: usize, cap: usize) -> Option<Compaction> {
+        /// Compacting pays where at least this share of the points is zero.
+        const ZERO_SHARE_MIN: f64 = 1.0 / 8.0;
+        let span = block_values(cap);
+        let mut blocks = Vec::new();
+        let mut segment_start = 0;
+        for (s, segment) in scalars.segments.iter().enumerate() {
+            let Some(segment) = segment else { continue };
+            let len = segment.len();
+            let rank = from.saturating_sub(segment_start).min(len);
+            let mut position = segment_start + rank;
+            let mut at = segment.value_at(rank);
+            while at < segment.values.len() {
+                let end = ((at / span + 1) * span).min(segment.values.len());
+                let (selected, nonzero) = count(segment, at..end);
+                if selected > 0 {
+                    blocks.push(Block {
+                        segment: s,
+                        values: at..end,
+                        position,
+                        nonzero,
+                    });
+                }
+                position += selected;
+                at = end;
+            }
+            segment_start += len;
+        }
+        let points = scalars.len().saturating_sub(from);
+        let nonzero: usize = blocks.iter().map(|b| b.nonzero).sum();
+        if points == 0 || ((points - nonzero) as f64) < ZERO_SHARE_MIN * points as f64 {
+            return None;
+        }
+        let mut chunks = Vec::new();
+        let (mut first, mut held) = (0, 0);
+        for (b, block) in blocks.iter().enumerate() {
+            if held + block.nonzero > cap {
+                chunks.push((first..b, held));
+                (first, held) = (b, 0);
+            }
+            held += block.nonzero;
+        }
+        if held > 0 {
+            chunks.push((first..blocks.len(), held));
+        }
+        chunks.retain(|(_, held)| *held > 0);
+        Some(Compaction {
+            blocks,
+            chunks,
+            skipped: points - nonzero,
+        })
+    }
+
+    /// Per chunk, its points.
+    pub fn chunk_lens(&self) -> impl Iterator<Item = usize> + '_ {
+        self.chunks.iter().map(|(_, held)| *held)
+    }
+
+    /// Chunk `c`'s scalars and the bases of their points (`bases` is every base of the MSM),
+    /// gathered into the start of `scalars_out` and `bases_out` (grown where short, never
+    /// cleared: a chunk's 100 MiB written twice would cost what its upload does).
+    pub fn gather<'o, A: Copy + Send + Sync>(
+        &self,
+        c: usize,
+        scalars: &HostScalars<'_>,
+        bases: &[A],
+        scalars_out: &'o mut Vec<Scalar>,
+        bases_out: &'o mut Vec<A>,
+    ) -> Result<(&'o [Scalar], &'o [A])> {
+        let (blocks, held) = self.chunks[c].clone();
+        let blocks = &self.blocks[blocks];
+        let base_filler = *bases
+            .first()
+            .ok_or_else(|| Error::Internal("a streamed chunk without bases".into()))?;
+        if scalars_out.len() < held {
+            scalars_out.resize(held, Scalar::ZERO);
+        }
+        if bases_out.len() < held {
+            bases_out.resize(held, base_filler);
+        }
+        // Each block writes its own run of the outputs, in order.
+        let mut pieces = Vec::with_capacity(blocks.len());
+        let (mut scalars_rest, mut bases_rest) = (&mut scalars_out[..held], &mut bases_out[..held]);
+        for block in blocks {
+            let (s, s_tail) = scalars_rest.split_at_mut(block.nonzero);
+            let (b, b_tail) = bases_rest.split_at_mut(block.nonzero);
+            pieces.push((block, s, b));
+            (scalars_rest, bases_rest) = (s_tail, b_tail);
+        }
+        on_copy_threads(pieces.into_iter(), |(block, s, b)| {
+            let segment = scalars.segments[block.segment]
+                .as_ref()
+                .ok_or_else(|| Error::Internal("a block of a missing segment".into()))?;
+            gather_block(segment, block, bases, s, b)
+        })?;
+        Ok((&scalars_out[..held], &bases_out[..held]))
+    }
+}
+
+/// A job's scalars as the host holds them and its streamed part cut by them.
+pub(super) struct Compacted<'a> {
+    pub scalars: HostScalars<'a>,
+    pub compaction: Compaction,
+}
+
+/// The values `values` of `segment` spans that it selects, and those of them not zero.
+fn count(segment: &Segment<'_>, values: Range<usize>) -> (usize, usize) {
+    let (mut selected, mut nonzero) = (0, 0);
+    for w in values.start / 64..values.end.div_ceil(64) {
+        let word = segment.selected_word(w) & within(w, &values);
+        selected += word.count_ones() as usize;
+        nonzero += (word & segment.nonzero.words()[w]).count_ones() as usize;
+    }
+    (selected, nonzero)
+}
+
+/// The bits of word `w` inside `values`.
+fn within(w: usize, values: &Range<usize>) -> u64 {
+    let (lo, hi) = (w * 64, w * 64 + 64);
+    let below = |end: usize| -> u64 {
+        match end {
+            e if e <= lo => 0,
+            e if e >= hi => u64::MAX,
+            e => (1u64 << (e - lo)) - 1,
+        }
+    };
+    below(values.end) & !below(values.start)
+}
+
+/// A block's points whose scalar is not zero: their scalars into `scalars`, their bases
+/// (by the MSM's point) into `bases`.
+fn gather_block<A: Copy>(
+    segment: &Segment<'_>,
+    block: &Block,
+    all_bases: &[A],
+    scalars: &mut [Scalar],
+    bases: &mut [A],
+) -> Result<()> {
+    let mut position = block.position;
+    let mut out = 0;
+    for w in block.values.start / 64..block.values.end.div_ceil(64) {
+        let selected = segment.selected_word(w) & within(w, &block.values);
+        let mut kept = selected & segment.nonzero.words()[w];
+        while kept != 0 {
+            let bit = kept.trailing_zeros();
+            let before = (selected & ((1u64 << bit) - 1)).count_ones() as usize;
+            let (Some(s), Some(b)) = (scalars.get_mut(out), bases.get_mut(out)) else {
+                return Err(Error::Internal(
+                    "a block holds more points than counted".into(),
+                ));
+            };
+            *s = segment.values[w * 64 + bit as usize];
+            *b = *all_bases
+                .get(position + before)
+                .ok_or_else(|| Error::Internal("a scalar past the MSM's bases".into()))?;
+            out += 1;
+            kept &= kept - 1;
+        }
+        position += selected.count_ones() as usize;
+    }
+    if out != scalars.len() {
+        return Err(Error::Internal(
+            "a block holds fewer points than counted".into(),
+        ));
+    }
+    Ok(())
+}
