@@ -93,6 +93,28 @@ impl<'a> HostScalars<'a> {
         }
     }
 
+    /// Whether every segment's bit sets are over its values (the MSM would panic or gather
+    /// wrong points otherwise), and the segments give `len` points.
+    pub(super) fn check(&self, len: usize) -> Result<()> {
+        for segment in self.segments.iter().flatten() {
+            let values = segment.values.len();
+            let sets = [Some(segment.nonzero), segment.selection];
+            if let Some(set) = sets.into_iter().flatten().find(|set| set.len() != values) {
+                return Err(Error::InvalidInput(format!(
+                    "a bit set of {} over {values} scalars",
+                    set.len()
+                )));
+            }
+        }
+        if self.len() != len {
+            return Err(Error::InvalidInput(format!(
+                "an MSM of {len} scalars whose host view holds {}",
+                self.len()
+            )));
+        }
+        Ok(())
+    }
+
     /// The MSM's points: the segments' together.
     pub fn len(&self) -> usize {
         self.segments.iter().flatten().map(Segment::len).sum()

@@ -481,27 +481,34 @@ impl<C: GpuCurve> MsmKernels<C> {
         for job in jobs {
             let bases = job.bases.resident_len().max(job.bases.host.len());
             check_lengths(bases, job.scalars.len())?;
-            if job.host.is_some_and(|host| host.len() != job.scalars.len()) {
-                return Err(Error::InvalidInput(format!(
-                    "an MSM of {} scalars whose host view holds {}",
-                    job.scalars.len(),
-                    job.host.map_or(0, |host| host.len())
-                )));
+            if let Some(host) = job.host {
+                host.check(job.scalars.len())?;
             }
         }
         let Some(longest) = jobs.iter().map(|job| job.scalars.len()).max() else {
             return Ok(Vec::new());
         };
         let plan = self.plan_within(longest.max(1), limits)?;
-        // Zeros found here for host scalars that stream and look worth it; bit sets of them
-        // kept for the compactions that borrow them.
+        // Jobs whose bases stream and are theirs alone (jobs over the same bases share each
+        // chunk's upload: theirs stay whole) may upload only their non-zero scalars' points.
+        let may_compact: Vec<bool> = jobs
+            .iter()
+            .enumerate()
+            .map(|(j, job)| {
+                let shared = jobs.iter().enumerate().any(|(other, o)| {
+                    other != j && !o.scalars.is_empty() && o.bases.same_as(&job.bases)
+                });
+                !shared && job.scalars.len() > job.bases.resident_len()
+            })
+            .collect();
+        // Zeros found here for host scalars that look worth it; bit sets of them kept for
+        // the compactions that borrow them.
         let found: Vec<Option<Density>> = jobs
             .iter()
-            .map(|job| match (job.host, job.scalars) {
+            .zip(&may_compact)
+            .map(|(job, &may)| match (job.host, job.scalars) {
                 (None, Scalars::Host(values))
-                    if zeros_worth_finding(
-                        &values[job.bases.resident_len().min(values.len())..],
-                    ) =>
+                    if may && zeros_worth_finding(&values[job.bases.resident_len()..]) =>
                 {
                     compact::nonzero(values).map(Some)
                 }
@@ -510,24 +517,17 @@ impl<C: GpuCurve> MsmKernels<C> {
             .collect::<Result<_>>()?;
         let compacted: Vec<Option<Compacted<'_>>> = jobs
             .iter()
-            .zip(&found)
-            .enumerate()
-            .map(|(j, (job, found))| {
+            .zip(may_compact.iter().zip(&found))
+            .map(|(job, (&may, found))| {
                 let scalars = match (job.host, job.scalars, found) {
+                    _ if !may => return None,
                     (Some(host), _, _) => host,
                     (None, Scalars::Host(values), Some(nonzero)) => {
                         HostScalars::all(values, nonzero)
                     }
                     _ => return None,
                 };
-                // Jobs over the same bases share each chunk's upload: theirs stay whole.
-                let shared = jobs.iter().enumerate().any(|(other, o)| {
-                    other != j && !o.scalars.is_empty() && o.bases.same_as(&job.bases)
-                });
-                let streamed = job.scalars.len().saturating_sub(job.bases.resident_len());
-                if shared || streamed == 0 {
-                    return None;
-                }
+                let streamed = job.scalars.len() - job.bases.resident_len();
                 let cap = plan.chunk.min(streamed);
                 let compaction = Compaction::new(&scalars, job.bases.resident_len(), cap)?;
                 Some(Compacted {
