@@ -75,3 +75,42 @@ fn submissions_and_polls_from_many_threads_do_not_race() {
         }
     });
 }
+
+/// An upload whose bytes a filler writes into the staging memory, across staging buffers
+/// (over 32 MiB) and their threads' pieces, arrives whole, from wgpu's mapped buffers and
+/// from host memory; as does a plain upload beside it.
+#[test]
+fn filled_uploads_arrive_whole_from_either_staging_memory() {
+    use wgpu_groth16::gpu::StagingMemory;
+    let Some(gpu) = common::gpu(common::Target::Native) else {
+        return;
+    };
+    let len = (33 << 20) + 20;
+    let byte = |i: usize| (i % 251) as u8 ^ (i >> 20) as u8;
+    let want: Vec<u8> = (0..len).map(byte).collect();
+    for memory in [StagingMemory::Host, StagingMemory::Wgpu] {
+        gpu.set_upload_staging(memory);
+        let buffer = gpu
+            .empty_storage_buffer("filled upload test", len as u64)
+            .unwrap();
+        gpu.upload_filled(&buffer, 0, len, &|at, out| {
+            for (i, b) in out.iter_mut().enumerate() {
+                *b = byte(at + i);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(
+            gpu.read_buffer(&buffer).unwrap() == want,
+            "{memory:?}: filled"
+        );
+        let plain = gpu
+            .empty_storage_buffer("plain upload test", len as u64)
+            .unwrap();
+        gpu.upload(&plain, 0, &want).unwrap();
+        assert!(
+            gpu.read_buffer(&plain).unwrap() == want,
+            "{memory:?}: plain"
+        );
+    }
+}

@@ -17,6 +17,7 @@ use blstrs::Scalar;
 use ff::Field;
 
 use crate::error::{Error, Result};
+use crate::field::GpuField;
 use crate::gpu::on_copy_threads;
 use crate::recorded::Density;
 
@@ -157,6 +158,8 @@ struct Block {
     values: Range<usize>,
     position: usize,
     nonzero: usize,
+    /// Its first non-zero point's place in its chunk.
+    offset: usize,
 }
 
 /// The streamed part of one MSM cut into chunks of points whose scalar is not zero.
@@ -199,6 +202,7 @@ impl Compaction {
                         values: at..end,
                         position,
                         nonzero,
+                        offset: 0,
                     });
                 }
                 position += selected;
@@ -213,11 +217,12 @@ impl Compaction {
         }
         let mut chunks = Vec::new();
         let (mut first, mut held) = (0, 0);
-        for (b, block) in blocks.iter().enumerate() {
+        for (b, block) in blocks.iter_mut().enumerate() {
             if held + block.nonzero > cap {
                 chunks.push((first..b, held));
                 (first, held) = (b, 0);
             }
+            block.offset = held;
             held += block.nonzero;
         }
         if held > 0 {
@@ -236,45 +241,71 @@ impl Compaction {
         self.chunks.iter().map(|(_, held)| *held)
     }
 
-    /// Chunk `c`'s scalars and the bases of their points (`bases` is every base of the MSM),
-    /// gathered into the start of `scalars_out` and `bases_out` (grown where short, never
-    /// cleared: a chunk's 100 MiB written twice would cost what its upload does).
-    pub fn gather<'o, A: Copy + Send + Sync>(
+    /// Bytes `at..at + out.len()` of chunk `c`'s scalars or bases: what a staging piece of
+    /// them holds.
+    pub fn fill(
         &self,
         c: usize,
         scalars: &HostScalars<'_>,
-        bases: &[A],
-        scalars_out: &'o mut Vec<Scalar>,
-        bases_out: &'o mut Vec<A>,
-    ) -> Result<(&'o [Scalar], &'o [A])> {
+        what: Gathered<'_>,
+        at: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let size = match what {
+            Gathered::Scalars => SCALAR_BYTES,
+            Gathered::Bases { size, .. } => size,
+        };
         let (blocks, held) = self.chunks[c].clone();
         let blocks = &self.blocks[blocks];
-        let base_filler = *bases
-            .first()
-            .ok_or_else(|| Error::Internal("a streamed chunk without bases".into()))?;
-        if scalars_out.len() < held {
-            scalars_out.resize(held, Scalar::ZERO);
+        let end = at + out.len();
+        if out.is_empty() || end > held * size {
+            return match out.is_empty() {
+                true => Ok(()),
+                false => Err(Error::Internal("a staging piece past its chunk".into())),
+            };
         }
-        if bases_out.len() < held {
-            bases_out.resize(held, base_filler);
-        }
-        // Each block writes its own run of the outputs, in order.
-        let mut pieces = Vec::with_capacity(blocks.len());
-        let (mut scalars_rest, mut bases_rest) = (&mut scalars_out[..held], &mut bases_out[..held]);
-        for block in blocks {
-            let (s, s_tail) = scalars_rest.split_at_mut(block.nonzero);
-            let (b, b_tail) = bases_rest.split_at_mut(block.nonzero);
-            pieces.push((block, s, b));
-            (scalars_rest, bases_rest) = (s_tail, b_tail);
-        }
-        on_copy_threads(pieces.into_iter(), |(block, s, b)| {
+        let first = at / size;
+        // The block holding the piece's first point.
+        let b = blocks.partition_point(|block| block.offset + block.nonzero <= first);
+        for block in &blocks[b..] {
             let segment = scalars.segments[block.segment]
                 .as_ref()
                 .ok_or_else(|| Error::Internal("a block of a missing segment".into()))?;
-            gather_block(segment, block, bases, s, b)
-        })?;
-        Ok((&scalars_out[..held], &bases_out[..held]))
+            let skip = first.saturating_sub(block.offset);
+            for (point, (value, position)) in kept(segment, block).enumerate().skip(skip) {
+                let bytes = match what {
+                    Gathered::Scalars => segment.values.get(value).map(scalar_bytes),
+                    Gathered::Bases { bytes, size } => {
+                        bytes.get(position * size..(position + 1) * size)
+                    }
+                }
+                .ok_or_else(|| Error::Internal("a gathered point out of its MSM".into()))?;
+                let lo = (block.offset + point) * size;
+                let (from, to) = (lo.max(at), (lo + size).min(end));
+                out[from - at..to - at].copy_from_slice(&bytes[from - lo..to - lo]);
+                if to == end {
+                    return Ok(());
+                }
+            }
+        }
+        Err(Error::Internal(
+            "a chunk holds fewer points than counted".into(),
+        ))
     }
+}
+
+/// What a compacted chunk uploads: its points' scalars, or their bases (`bytes`: every
+/// base of the MSM, `size` bytes each).
+#[derive(Clone, Copy)]
+pub(super) enum Gathered<'b> {
+    Scalars,
+    Bases { bytes: &'b [u8], size: usize },
+}
+
+const SCALAR_BYTES: usize = std::mem::size_of::<Scalar>();
+
+fn scalar_bytes(scalar: &Scalar) -> &[u8] {
+    Scalar::as_bytes(std::slice::from_ref(scalar))
 }
 
 /// A job's scalars as the host holds them and its streamed part cut by them.
@@ -307,41 +338,125 @@ fn within(w: usize, values: &Range<usize>) -> u64 {
     below(values.end) & !below(values.start)
 }
 
-/// A block's points whose scalar is not zero: their scalars into `scalars`, their bases
-/// (by the MSM's point) into `bases`.
-fn gather_block<A: Copy>(
-    segment: &Segment<'_>,
-    block: &Block,
-    all_bases: &[A],
-    scalars: &mut [Scalar],
-    bases: &mut [A],
-) -> Result<()> {
+/// A block's points whose scalar is not zero, in order: (its value's index in the segment,
+/// its point in the MSM).
+fn kept<'s>(
+    segment: &'s Segment<'_>,
+    block: &'s Block,
+) -> impl Iterator<Item = (usize, usize)> + 's {
     let mut position = block.position;
-    let mut out = 0;
-    for w in block.values.start / 64..block.values.end.div_ceil(64) {
+    (block.values.start / 64..block.values.end.div_ceil(64)).flat_map(move |w| {
         let selected = segment.selected_word(w) & within(w, &block.values);
-        let mut kept = selected & segment.nonzero.words()[w];
-        while kept != 0 {
-            let bit = kept.trailing_zeros();
-            let before = (selected & ((1u64 << bit) - 1)).count_ones() as usize;
-            let (Some(s), Some(b)) = (scalars.get_mut(out), bases.get_mut(out)) else {
-                return Err(Error::Internal(
-                    "a block holds more points than counted".into(),
-                ));
-            };
-            *s = segment.values[w * 64 + bit as usize];
-            *b = *all_bases
-                .get(position + before)
-                .ok_or_else(|| Error::Internal("a scalar past the MSM's bases".into()))?;
-            out += 1;
-            kept &= kept - 1;
-        }
+        let first = position;
         position += selected.count_ones() as usize;
+        let mut kept = selected & segment.nonzero.words()[w];
+        std::iter::from_fn(move || {
+            (kept != 0).then(|| {
+                let bit = kept.trailing_zeros();
+                kept &= kept - 1;
+                let before = (selected & ((1u64 << bit) - 1)).count_ones() as usize;
+                (w * 64 + bit as usize, first + before)
+            })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::samples::{sample_scalars, ScalarMix};
+
+    /// A chunk's bytes, filled in pieces of every size around a point's (so that pieces
+    /// split points), equal the non-zero points themselves, in order: two segments, the
+    /// second a selection, from several starting points, chunk caps and sizes of point.
+    #[test]
+    fn pieces_of_a_chunk_are_its_non_zero_points() {
+        let inputs = sample_scalars(1, 70, ScalarMix::Porep);
+        let values = sample_scalars(2, 3000, ScalarMix::Porep);
+        let pick = sample_scalars(3, values.len(), ScalarMix::HalfBits);
+        let (inputs_nonzero, values_nonzero) =
+            (nonzero(&inputs).unwrap(), nonzero(&values).unwrap());
+        let selection = nonzero(&pick).unwrap();
+        let host = HostScalars {
+            segments: [
+                Some(Segment {
+                    values: &inputs,
+                    nonzero: &inputs_nonzero,
+                    selection: None,
+                }),
+                Some(Segment {
+                    values: &values,
+                    nonzero: &values_nonzero,
+                    selection: Some(&selection),
+                }),
+            ],
+        };
+        let points: Vec<Scalar> = inputs
+            .iter()
+            .chain(
+                values
+                    .iter()
+                    .zip(&pick)
+                    .filter(|(_, p)| !bool::from(p.is_zero()))
+                    .map(|(v, _)| v),
+            )
+            .copied()
+            .collect();
+        assert_eq!(points.len(), host.len());
+        // Bases stand in as 40 bytes a point, each its position's bytes.
+        let size = 40;
+        let bases: Vec<u8> = (0..points.len())
+            .flat_map(|p| (p as u64).to_le_bytes().repeat(5))
+            .collect();
+        for (from, cap) in [(0, 64), (5, 100), (70, 256), (71, 1000), (1500, 128)] {
+            let compaction = Compaction::new(&host, from, cap).expect("half of them zero");
+            let kept: Vec<usize> = (from..points.len())
+                .filter(|&p| !bool::from(points[p].is_zero()))
+                .collect();
+            assert_eq!(compaction.skipped, points.len() - from - kept.len());
+            let lens: Vec<usize> = compaction.chunk_lens().collect();
+            assert_eq!(lens.iter().sum::<usize>(), kept.len());
+            assert!(
+                lens.iter().all(|&len| (1..=cap).contains(&len)),
+                "{lens:?} over {cap}"
+            );
+            let mut next = kept.iter();
+            for (c, &len) in lens.iter().enumerate() {
+                let chunk: Vec<usize> = next.by_ref().take(len).copied().collect();
+                let want_scalars: Vec<u8> = chunk
+                    .iter()
+                    .flat_map(|&p| scalar_bytes(&points[p]).to_vec())
+                    .collect();
+                let want_bases: Vec<u8> = chunk
+                    .iter()
+                    .flat_map(|&p| bases[p * size..(p + 1) * size].to_vec())
+                    .collect();
+                let gathered_bases = Gathered::Bases {
+                    bytes: &bases,
+                    size,
+                };
+                for (what, want) in [
+                    (Gathered::Scalars, want_scalars),
+                    (gathered_bases, want_bases),
+                ] {
+                    for piece in [1, 7, 31, 32, 33, 39, 40, 41, 1000] {
+                        let mut got = vec![0u8; want.len()];
+                        for (k, out) in got.chunks_mut(piece).enumerate() {
+                            compaction.fill(c, &host, what, k * piece, out).unwrap();
+                        }
+                        assert!(
+                            got == want,
+                            "chunk {c} from {from}, cap {cap}, pieces of {piece}"
+                        );
+                    }
+                }
+            }
+            // Past the chunk: refused, not read out of bounds.
+            let mut out = [0u8; 1];
+            let past = lens[0] * SCALAR_BYTES;
+            assert!(compaction
+                .fill(0, &host, Gathered::Scalars, past, &mut out)
+                .is_err());
+        }
     }
-    if out != scalars.len() {
-        return Err(Error::Internal(
-            "a block holds fewer points than counted".into(),
-        ));
-    }
-    Ok(())
 }

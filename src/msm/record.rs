@@ -4,7 +4,7 @@
 //! turn ([`MsmKernels::msm_together`]), sharing the workspace's per-chunk buffers, each with
 //! its own buckets; MSMs over the same bases share each streamed chunk's upload.
 
-use super::compact::{Compacted, Compaction};
+use super::compact::{Compacted, Compaction, Gathered};
 use super::plan::MsmPlan;
 use super::program::{MsmEntry, MsmParams, ScanEntry, ScanParams};
 use super::timer::PassTimer;
@@ -12,7 +12,6 @@ use super::workspace::{scan_levels, Workspace};
 use super::{MsmBases, MsmJob, MsmKernels};
 use crate::curve::GpuCurve;
 use crate::error::{Error, Result};
-use crate::field::GpuField;
 use crate::gpu::UniformArray;
 use blstrs::Scalar;
 
@@ -214,24 +213,29 @@ impl<C: GpuCurve> MsmKernels<C> {
         let steps = steps(&job_chunks, &streams.of_job);
         let buckets: Vec<&wgpu::Buffer> = std::iter::once(&ws.buckets).chain(buckets).collect();
         let recording = Recording::new(self, jobs, streams, buckets, plan, ws, &steps)?;
-        // A compacted chunk's scalars and bases, gathered here (kept for the next chunk).
-        let (mut gathered_scalars, mut gathered_bases) = (Vec::new(), Vec::new());
-        let mut stage = |step: Step| -> Result<()> {
+        let stage = |step: Step| -> Result<()> {
             let (job, chunk) = (&jobs[step.job], step.chunk);
             if let ChunkBases::Compacted { slot, chunk: c } = chunk.bases {
-                let compacted = compacted[step.job]
+                let Compacted {
+                    scalars: host,
+                    compaction,
+                } = compacted[step.job]
                     .as_ref()
                     .ok_or_else(|| Error::Internal("a compacted chunk of another job".into()))?;
-                let (scalars, bases) = compacted.compaction.gather(
-                    c,
-                    &compacted.scalars,
-                    job.bases.host,
-                    &mut gathered_scalars,
-                    &mut gathered_bases,
-                )?;
-                gpu.upload(&ws.scalars[step.scalars], 0, Scalar::as_bytes(scalars))?;
+                // Gathered straight into the staging memory, the zeros' points left out.
+                let scalars = chunk.len * std::mem::size_of::<Scalar>();
+                gpu.upload_filled(&ws.scalars[step.scalars], 0, scalars, &|at, out| {
+                    compaction.fill(c, host, Gathered::Scalars, at, out)
+                })?;
+                let bases = Gathered::Bases {
+                    bytes: C::affine_bytes(job.bases.host),
+                    size: C::AFFINE_BYTES,
+                };
                 let stream = &streams.buffers[streams.of_job[step.job]][slot];
-                return gpu.upload(stream, 0, C::affine_bytes(bases));
+                let bytes = chunk.len * C::AFFINE_BYTES;
+                return gpu.upload_filled(stream, 0, bytes, &|at, out| {
+                    compaction.fill(c, host, bases, at, out)
+                });
             }
             job.scalars
                 .stage(gpu, &ws.scalars[step.scalars], chunk.first, chunk.len)?;
