@@ -126,6 +126,11 @@ impl<'a> HostScalars<'a> {
     }
 }
 
+/// Whether `zeros` of `points` are enough zeros for a gather to pay: one in eight.
+pub(super) fn worth_compacting(zeros: usize, points: usize) -> bool {
+    zeros > 0 && zeros * 8 >= points
+}
+
 /// The values of `values` that are not zero, as a bit set (on several threads: a 2^27
 /// vector is 4 GiB to read).
 pub fn nonzero(values: &[Scalar]) -> Result<Density> {
@@ -179,11 +184,9 @@ fn block_values(cap: usize) -> usize {
 
 impl Compaction {
     /// The points `from..` of `scalars` in chunks of at most `cap` points whose scalar is not
-    /// zero; `None` where fewer than one in `1/KEEP_AT_MOST` of them is zero (not worth a
-    /// gather).
+    /// zero; `None` where too few of them are zero to pay for a gather
+    /// ([`worth_compacting`]).
     pub fn new(scalars: &HostScalars<'_>, from: usize, cap: usize) -> Option<Compaction> {
-        /// Compacting pays where at least this share of the points is zero.
-        const ZERO_SHARE_MIN: f64 = 1.0 / 8.0;
         let span = block_values(cap);
         let mut blocks = Vec::new();
         let mut segment_start = 0;
@@ -212,7 +215,7 @@ impl Compaction {
         }
         let points = scalars.len().saturating_sub(from);
         let nonzero: usize = blocks.iter().map(|b| b.nonzero).sum();
-        if points == 0 || ((points - nonzero) as f64) < ZERO_SHARE_MIN * points as f64 {
+        if !worth_compacting(points - nonzero, points) {
             return None;
         }
         let mut chunks = Vec::new();

@@ -485,10 +485,11 @@ impl<C: GpuCurve> MsmKernels<C> {
                 host.check(job.scalars.len())?;
             }
         }
-        let Some(longest) = jobs.iter().map(|job| job.scalars.len()).max() else {
-            return Ok(Vec::new());
-        };
-        let plan = self.plan_within(longest.max(1), limits)?;
+        let longest = jobs.iter().map(|job| job.scalars.len()).max().unwrap_or(0);
+        if longest == 0 {
+            return Ok(vec![C::Projective::identity(); jobs.len()]);
+        }
+        let plan = self.plan_within(longest, limits)?;
         // Jobs whose bases stream and are theirs alone (jobs over the same bases share each
         // chunk's upload: theirs stay whole) may upload only their non-zero scalars' points.
         let may_compact: Vec<bool> = jobs
@@ -548,23 +549,22 @@ impl<C: GpuCurve> MsmKernels<C> {
                 None => !job.scalars.is_empty(),
             })
             .collect();
+        let skipped: usize = compacted
+            .iter()
+            .flatten()
+            .map(|c| c.compaction.skipped)
+            .sum();
+        self.zero_points_skipped.fetch_add(skipped as u64, Relaxed);
         let mut running = Vec::new();
         let mut running_compacted = Vec::new();
-        for (j, (job, compacted)) in jobs.iter().zip(compacted).enumerate() {
-            if runs[j] {
+        for ((job, compacted), &runs) in jobs.iter().zip(compacted).zip(&runs) {
+            if runs {
                 running.push(*job);
                 running_compacted.push(compacted);
-            } else if let Some(c) = compacted {
-                self.zero_points_skipped
-                    .fetch_add(c.compaction.skipped as u64, Relaxed);
             }
         }
         if running.is_empty() {
             return Ok(vec![C::Projective::identity(); jobs.len()]);
-        }
-        for c in running_compacted.iter().flatten() {
-            self.zero_points_skipped
-                .fetch_add(c.compaction.skipped as u64, Relaxed);
         }
         let mut of_job = Vec::with_capacity(running.len());
         let mut sets: Vec<(MsmBases<'_, C>, usize)> = Vec::new();
@@ -663,7 +663,7 @@ fn zeros_worth_finding(values: &[Scalar]) -> bool {
     let step = (values.len() / LOOKS).max(1);
     let looked = values.iter().step_by(step);
     let zeros = looked.clone().filter(|v| bool::from(v.is_zero())).count();
-    zeros > 0 && zeros * 8 >= looked.count()
+    compact::worth_compacting(zeros, looked.count())
 }
 
 /// Σ_w 2^(first bit of w) · window_sums[w], by Horner's rule from the top window.

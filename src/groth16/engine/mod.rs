@@ -48,8 +48,6 @@ impl Query {
     }
 }
 
-/// Where a proof's heavy steps run. A vector or a set of bases is the engine's own: host
-/// memory on the CPU, device buffers on a GPU.
 /// One MSM of several ([`Engine::msms`]): the arguments of [`Engine::msm`].
 pub struct EngineMsm<'j, 'a, E: Engine + ?Sized + 'a, C: GpuCurve> {
     pub bases: &'j E::Bases<'a, C>,
@@ -58,6 +56,8 @@ pub struct EngineMsm<'j, 'a, E: Engine + ?Sized + 'a, C: GpuCurve> {
     pub host: Option<HostScalars<'j>>,
 }
 
+/// Where a proof's heavy steps run. A vector or a set of bases is the engine's own: host
+/// memory on the CPU, device buffers on a GPU.
 pub trait Engine: Sync {
     /// Fr values where this engine computes on them.
     type Vector<'a>: Send + Sync
