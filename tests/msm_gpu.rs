@@ -13,8 +13,7 @@ use wgpu_groth16::curve::{sample_bases, GpuCurve, G1, G2};
 use wgpu_groth16::field::samples::{sample_scalars, ScalarMix};
 use wgpu_groth16::gpu::WideMul;
 use wgpu_groth16::msm::{
-    msm_cpu, nonzero, HostScalars, MsmBases, MsmConfig, MsmJob, MsmKernels, MsmLimits, Scalars,
-    Segment, CHUNK_ALIGN,
+    msm_cpu, MsmBases, MsmConfig, MsmJob, MsmKernels, MsmLimits, Scalars, CHUNK_ALIGN,
 };
 
 fn bases<C: GpuCurve>(seed: u64, n: usize) -> Vec<C::Affine> {
@@ -267,11 +266,7 @@ fn msms_together_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
             resident: None,
             host: &other,
         };
-        let job = |bases, scalars| MsmJob {
-            bases,
-            scalars,
-            host: None,
-        };
+        let job = |bases, scalars| MsmJob { bases, scalars };
         let jobs = [
             job(shared, Scalars::Host(&shorter)),
             job(others, Scalars::Host(&other_scalars)),
@@ -284,185 +279,6 @@ fn msms_together_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
             .unwrap();
         assert_eq!(sums, expected, "{} {prefix} resident of {n}", C::NAME);
     }
-}
-
-/// One MSM in chunks of 256 points, and the streamed points it did not upload.
-fn msm_counting<C: GpuCurve>(
-    kernels: &MsmKernels<C>,
-    bases: MsmBases<'_, C>,
-    scalars: Scalars<'_>,
-    host: Option<HostScalars<'_>>,
-) -> (C::Projective, u64) {
-    let before = kernels.zero_points_skipped();
-    let job = MsmJob {
-        bases,
-        scalars,
-        host,
-    };
-    let sums = kernels
-        .msm_together(&[job], MsmLimits::chunks_of(256))
-        .unwrap();
-    (sums[0], kernels.zero_points_skipped() - before)
-}
-
-/// Streamed chunks of only the points whose scalar is not zero: the real PoRep mix (and a
-/// run of zeros longer than two chunks) from host scalars, and from device scalars with a
-/// host view of two segments, the second a density's selection (as the A and B queries
-/// are); then all streamed scalars zero, and a compacted job beside one that is not (two
-/// jobs over the same bases keep whole chunks). Each sum blstrs', and the zeros counted as
-/// not uploaded, exactly.
-fn compacted_streams_equal_blstrs<C: GpuCurve>(wide: WideMul, n: usize) {
-    let (Some(shared), Some(ntt)) = (msm_kernels::<C>(wide), common::ntt_kernels(wide)) else {
-        return;
-    };
-    // Kernels of their own: their count of skipped points is this test's alone.
-    let kernels = shared.with_config(MsmConfig::default());
-    let chunks = MsmLimits::chunks_of(256);
-    let b = bases::<C>(20, n);
-    let mut porep = sample_scalars(21, n, ScalarMix::Porep);
-    porep[300..900.min(n)].fill(Scalar::ZERO);
-    let zeros_from = |scalars: &[Scalar], from: usize| {
-        scalars[from..]
-            .iter()
-            .filter(|s| bool::from(s.is_zero()))
-            .count() as u64
-    };
-    for prefix in [0, CHUNK_ALIGN as usize] {
-        let resident = (prefix > 0).then(|| kernels.upload_bases(&b[..prefix]).unwrap());
-        let bases = MsmBases {
-            resident: resident.as_ref(),
-            host: &b,
-        };
-        let (sum, skipped) = msm_counting(&kernels, bases, Scalars::Host(&porep), None);
-        assert_eq!(
-            sum,
-            msm_cpu::<C>(&b, &porep).unwrap(),
-            "{} host, {prefix}",
-            C::NAME
-        );
-        assert_eq!(
-            skipped,
-            zeros_from(&porep, prefix),
-            "{} host, {prefix}",
-            C::NAME
-        );
-
-        // Inputs, then the values of a density's selection: the MSM's scalars as the device
-        // holds them, and their segments on the host.
-        let inputs = sample_scalars(22, 5, ScalarMix::Porep);
-        let values = sample_scalars(23, 3 * n, ScalarMix::Porep);
-        // A selection of n - 5 of the values (about half of them are picked; the rest not).
-        let mut pick = sample_scalars(24, values.len(), ScalarMix::Skewed);
-        let mut wanted = n - inputs.len();
-        for p in &mut pick {
-            if !bool::from(p.is_zero()) {
-                match wanted {
-                    0 => *p = Scalar::ZERO,
-                    _ => wanted -= 1,
-                }
-            }
-        }
-        assert_eq!(wanted, 0, "the pick's seed selects too few values");
-        let selection = nonzero(&pick).unwrap();
-        let picked = values
-            .iter()
-            .zip(&pick)
-            .filter(|(_, p)| !bool::from(p.is_zero()));
-        let selected: Vec<Scalar> = inputs
-            .iter()
-            .chain(picked.map(|(v, _)| v))
-            .copied()
-            .collect();
-        let (inputs_nonzero, values_nonzero) =
-            (nonzero(&inputs).unwrap(), nonzero(&values).unwrap());
-        let host = HostScalars {
-            segments: [
-                Some(Segment {
-                    values: &inputs,
-                    nonzero: &inputs_nonzero,
-                    selection: None,
-                }),
-                Some(Segment {
-                    values: &values,
-                    nonzero: &values_nonzero,
-                    selection: Some(&selection),
-                }),
-            ],
-        };
-        let on_device = ntt
-            .upload(&selected, n.next_power_of_two().trailing_zeros())
-            .unwrap();
-        let (sum, skipped) =
-            msm_counting(&kernels, bases, Scalars::Device(&on_device, n), Some(host));
-        let expected = msm_cpu::<C>(&b, &selected).unwrap();
-        assert_eq!(sum, expected, "{} device, two segments, {prefix}", C::NAME);
-        assert_eq!(
-            skipped,
-            zeros_from(&selected, prefix),
-            "{} segments, {prefix}",
-            C::NAME
-        );
-
-        // Every streamed scalar zero: only the resident prefix counts.
-        let mut zero_tail = porep.clone();
-        zero_tail[prefix..].fill(Scalar::ZERO);
-        let (sum, skipped) = msm_counting(&kernels, bases, Scalars::Host(&zero_tail), None);
-        assert_eq!(
-            sum,
-            msm_cpu::<C>(&b, &zero_tail).unwrap(),
-            "{} zeros, {prefix}",
-            C::NAME
-        );
-        assert_eq!(skipped, (n - prefix) as u64);
-    }
-    // A compacted job over bases of its own beside two over shared bases (whole chunks).
-    let other = bases::<C>(25, n / 2);
-    let other_scalars = sample_scalars(26, other.len(), ScalarMix::Porep);
-    let uniform = random_scalars(27, n);
-    let streamed = |host| MsmBases {
-        resident: None,
-        host,
-    };
-    let jobs = [
-        MsmJob {
-            bases: streamed(&b),
-            scalars: Scalars::Host(&porep),
-            host: None,
-        },
-        MsmJob {
-            bases: streamed(&other),
-            scalars: Scalars::Host(&other_scalars),
-            host: None,
-        },
-        MsmJob {
-            bases: streamed(&b),
-            scalars: Scalars::Host(&uniform),
-            host: None,
-        },
-    ];
-    let before = kernels.zero_points_skipped();
-    let sums = kernels.msm_together(&jobs, chunks).unwrap();
-    let expected = [
-        msm_cpu::<C>(&b, &porep).unwrap(),
-        msm_cpu::<C>(&other, &other_scalars).unwrap(),
-        msm_cpu::<C>(&b, &uniform).unwrap(),
-    ];
-    assert_eq!(sums, expected, "{} together", C::NAME);
-    assert_eq!(
-        kernels.zero_points_skipped() - before,
-        zeros_from(&other_scalars, 0),
-        "only the job over bases of its own is compacted"
-    );
-}
-
-#[test]
-fn compacted_g1_streams_equal_blstrs() {
-    compacted_streams_equal_blstrs::<G1>(WideMul::Int64, 1000);
-}
-
-#[test]
-fn compacted_g2_streams_equal_blstrs() {
-    compacted_streams_equal_blstrs::<G2>(WideMul::Portable, 900);
 }
 
 #[test]

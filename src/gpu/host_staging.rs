@@ -23,18 +23,23 @@ unsafe impl Send for HostMapping {}
 unsafe impl Sync for HostMapping {}
 
 impl HostMapping {
-    /// The `len` bytes from `at` bytes into the mapping, to be written.
+    /// Copies `piece` to `at` bytes into the mapping.
     ///
     /// # Safety
-    /// No submitted copy may read these bytes while the slice lives, and no other thread may
-    /// write them meanwhile.
-    #[allow(clippy::mut_from_ref)]
-    pub(super) unsafe fn piece(&self, at: usize, len: usize) -> &mut [u8] {
+    /// No submitted copy may read these bytes until the write returns, and no other thread
+    /// may write them meanwhile.
+    pub(super) unsafe fn write(&self, at: usize, piece: &[u8]) {
         assert!(
-            at.checked_add(len).is_some_and(|end| end <= self.len),
+            at.checked_add(piece.len())
+                .is_some_and(|end| end <= self.len),
             "a staging write past its buffer"
         );
-        unsafe { std::slice::from_raw_parts_mut(self.start.as_ptr().add(at), len) }
+        unsafe {
+            self.start
+                .as_ptr()
+                .add(at)
+                .copy_from_nonoverlapping(piece.as_ptr(), piece.len())
+        };
     }
 }
 

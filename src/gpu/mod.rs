@@ -18,8 +18,7 @@ pub mod waits;
 
 pub use context::{AdapterSelector, Capabilities, GpuContext};
 pub use program::{Binding, EntryPoint, Program, WideMul};
-pub(crate) use transfer::on_copy_threads;
-pub use transfer::{Fill, StagingMemory};
+pub use transfer::StagingMemory;
 pub use vector::DeviceVector;
 
 use crate::error::{Error, Result};

@@ -128,41 +128,16 @@ impl Slot {
         Slot::new(device, size, usage, true)
     }
 
-    /// Fills the (free) slot's first `len` bytes with an upload's bytes from `from` on, on
-    /// several threads (a piece each at a time; wgpu's write views cannot be split), and
-    /// gives the buffer to the GPU.
-    fn fill(&self, from: usize, len: usize, source: Source<'_>) -> Result<()> {
-        let pieces = (0..len.div_ceil(COPY_PIECE))
-            .map(|i| (from + i * COPY_PIECE, COPY_PIECE.min(len - i * COPY_PIECE)));
+    /// Writes `bytes` at the start of the (free) slot and gives the buffer to the GPU.
+    fn write(&self, bytes: &[u8]) -> Result<()> {
         let Some(host) = &self.host else {
-            let buffer = &self.buffer;
-            on_copy_threads(pieces, |(at, n)| {
-                let mut view = buffer
-                    .slice((at - from) as u64..(at - from + n) as u64)
-                    .get_mapped_range_mut()
-                    .map_err(|e| Error::device("writing a staging buffer", e))?;
-                // wgpu's views are write-only: a filler writes a piece in cache first.
-                match source {
-                    Source::Bytes(bytes) => view.copy_from_slice(&bytes[at..at + n]),
-                    Source::Filled(fill) => {
-                        let mut piece = vec![0; n];
-                        fill(at, &mut piece)?;
-                        view.copy_from_slice(&piece);
-                    }
-                }
-                Ok(())
-            })?;
+            write_mapped(&self.buffer, bytes)?;
             self.buffer.unmap();
             return Ok(());
         };
-        on_copy_threads(pieces, |(at, n)| {
-            // SAFETY: the slot is free (its last copy has completed), this upload holds it,
-            // and each piece goes to one thread.
-            let piece = unsafe { host.piece(at - from, n) };
-            match source {
-                Source::Bytes(bytes) => piece.copy_from_slice(&bytes[at..at + n]),
-                Source::Filled(fill) => fill(at, piece)?,
-            }
+        on_copy_threads(bytes.chunks(COPY_PIECE).enumerate(), |(i, piece)| {
+            // SAFETY: the slot is free (its last copy has completed) and this upload holds it.
+            unsafe { host.write(i * COPY_PIECE, piece) };
             Ok(())
         })
     }
@@ -224,17 +199,6 @@ impl Slot {
     }
 }
 
-/// What writes an upload's bytes into its staging memory ([`super::GpuContext::upload_filled`]):
-/// `fill(at, out)` puts bytes `at..at + out.len()` of the upload in `out`.
-pub type Fill<'a> = dyn Fn(usize, &mut [u8]) -> Result<()> + Sync + 'a;
-
-/// Where an upload's bytes come from.
-#[derive(Clone, Copy)]
-enum Source<'a> {
-    Bytes(&'a [u8]),
-    Filled(&'a Fill<'a>),
-}
-
 /// Bytes each thread copies at a time: one thread does not saturate copies into
 /// write-combined (upload) or out of uncached (read-back) mappings.
 const COPY_PIECE: usize = 1 << 20;
@@ -247,7 +211,7 @@ const COPY_THREADS: usize = 8;
 /// a rayon thread waiting for its tasks runs other queued tasks meanwhile, among them another
 /// worker's MSM or upload that wants the lock its own stack holds: a batch with two workers
 /// deadlocked so. These threads run nothing but this copy.
-pub(crate) fn on_copy_threads<T: Send>(
+fn on_copy_threads<T: Send>(
     items: impl ExactSizeIterator<Item = T> + Send,
     copy: impl Fn(T) -> Result<()> + Sync,
 ) -> Result<()> {
@@ -289,6 +253,20 @@ fn parallel_copy(dst: &mut [u8], src: &[u8]) {
     debug_assert!(copied.is_ok(), "a plain copy cannot fail");
 }
 
+/// `bytes` into the start of the mapped `buffer`, on several threads (a view per piece:
+/// wgpu's write views cannot be split).
+fn write_mapped(buffer: &wgpu::Buffer, bytes: &[u8]) -> Result<()> {
+    on_copy_threads(bytes.chunks(COPY_PIECE).enumerate(), |(i, piece)| {
+        let at = (i * COPY_PIECE) as u64;
+        buffer
+            .slice(at..at + piece.len() as u64)
+            .get_mapped_range_mut()
+            .map_err(|e| Error::device("writing a staging buffer", e))?
+            .copy_from_slice(piece);
+        Ok(())
+    })
+}
+
 fn chunk_size(gpu: &super::GpuContext) -> u64 {
     CHUNK.min(gpu.limits.max_buffer_size) & !(wgpu::COPY_BUFFER_ALIGNMENT - 1)
 }
@@ -305,40 +283,16 @@ impl super::GpuContext {
     /// Copies `bytes` into `buffer` at `offset`. Later submissions see the data (one queue
     /// runs in order); this returns once the last chunk is handed to the GPU.
     pub fn upload(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) -> Result<()> {
-        self.upload_from(buffer, offset, bytes.len(), Source::Bytes(bytes))
-    }
-
-    /// [`upload`](Self::upload) of `len` bytes that `fill` writes straight into the staging
-    /// memory: `fill(at, out)` puts the upload's bytes `at..at + out.len()` in `out` (a
-    /// gather then costs no copy of its own).
-    pub fn upload_filled(
-        &self,
-        buffer: &wgpu::Buffer,
-        offset: u64,
-        len: usize,
-        fill: &Fill<'_>,
-    ) -> Result<()> {
-        self.upload_from(buffer, offset, len, Source::Filled(fill))
-    }
-
-    fn upload_from(
-        &self,
-        buffer: &wgpu::Buffer,
-        offset: u64,
-        len: usize,
-        source: Source<'_>,
-    ) -> Result<()> {
         self.staging
             .uploaded
-            .fetch_add(len as u64, std::sync::atomic::Ordering::Relaxed);
+            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let chunk = chunk_size(self);
-        for from in (0..len).step_by(chunk as usize) {
-            let n = (chunk as usize).min(len - from);
+        for (i, piece) in bytes.chunks(chunk as usize).enumerate() {
             let mut slot = self.take_upload_slot(chunk)?;
-            let copied = slot.fill(from, n, source).map(|()| {
+            let copied = slot.write(piece).map(|()| {
                 let mut encoder = self.device.create_command_encoder(&Default::default());
-                let at = offset + from as u64;
-                encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, at, n as u64);
+                let at = offset + i as u64 * chunk;
+                encoder.copy_buffer_to_buffer(&slot.buffer, 0, buffer, at, piece.len() as u64);
                 let submission = self.submit([encoder.finish()]);
                 slot.copied_in(submission);
             });

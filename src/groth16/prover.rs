@@ -18,15 +18,13 @@ use bellperson::groth16::Proof;
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 
 use super::engine::{
-    select_on_host, DevicePlan, Engine, EngineMsm, ProverConfig, ProverEngine, Query,
-    ResidentParams, Work,
+    select_on_host, DevicePlan, Engine, ProverConfig, ProverEngine, Query, ResidentParams, Work,
 };
 use super::params::ProvingParameters;
 use super::report::{g2_lane, ProveReport, Step};
 use super::synthesis::ProvingAssignment;
 use crate::curve::{G1, G2};
 use crate::gpu::waits::Stage;
-use crate::msm::{self, HostScalars};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{DeviceMatrices, MatrixBytes};
 use crate::timeline::Timeline;
@@ -624,10 +622,7 @@ impl Prover {
         // products take the H step in parts (three vectors do not fit beside the matrices).
         let with_h = resident.is_some_and(|r| r.plan.products_with_h());
         let h_in_parts = with_h || resident.is_some_and(|r| r.plan.h_in_parts());
-        // Where the L, A or B bases stream, which witness values are not zero: those MSMs'
-        // streamed chunks then carry only those points.
-        let find_zeros = resident.is_some_and(|r| r.plan.streams_aux_bases(&r.footprint));
-        let (abc, mut l_scalars, nonzero) = {
+        let (abc, mut l_scalars) = {
             let _staging = engine.enter(Stage::Staging);
             self.step(lane, Step::Staging, report, || -> Result<_> {
                 let abc = match (deferred, h_in_parts) {
@@ -640,36 +635,8 @@ impl Prover {
                     true => engine.upload(aux)?,
                     false => engine.vector(aux),
                 };
-                let nonzero = match find_zeros {
-                    true => Some([msm::nonzero(inputs)?, msm::nonzero(aux)?]),
-                    false => None,
-                };
-                Ok((abc, l_scalars, nonzero))
+                Ok((abc, l_scalars))
             })?
-        };
-        // The L, A and B scalars on the host, as the device gathers them: the aux values;
-        // the inputs, then the aux values of A's variables; B's inputs, then B's aux values.
-        let segment = |values, nonzero, selection| {
-            Some(msm::Segment {
-                values,
-                nonzero,
-                selection,
-            })
-        };
-        let [l_host, a_host, b_host] = match &nonzero {
-            Some([inputs_nonzero, aux_nonzero]) => [
-                [segment(aux, aux_nonzero, None), None],
-                [
-                    segment(inputs, inputs_nonzero, None),
-                    segment(aux, aux_nonzero, Some(a_aux_density)),
-                ],
-                [
-                    segment(inputs, inputs_nonzero, Some(b_input_density)),
-                    segment(aux, aux_nonzero, Some(b_aux_density)),
-                ],
-            ]
-            .map(|segments| Some(HostScalars { segments })),
-            None => [None; 3],
         };
         // Staged ahead, the proof takes no more until the proof before it has ended.
         if let Some(slot) = &slot {
@@ -718,7 +685,7 @@ impl Prover {
         let msm_h = |abc: &mut [_; 3], report: &mut ProveReport| -> Result<G1Projective> {
             let sum = self.step(lane, Step::MsmH, report, || {
                 let bases = engine.bases(&params.h, resident.map(|r| &r.h));
-                engine.msm::<G1>(&bases, &abc[0], params.h.len(), None)
+                engine.msm::<G1>(&bases, &abc[0], params.h.len())
             })?;
             abc[0] = engine.vector(&[]);
             Ok(sum)
@@ -726,7 +693,7 @@ impl Prover {
         let msm_l = |report: &mut ProveReport| {
             self.step(lane, Step::MsmL, report, || {
                 let bases = engine.bases(&params.l, resident.map(|r| &r.l));
-                engine.msm::<G1>(&bases, &l_scalars, aux.len(), l_host)
+                engine.msm::<G1>(&bases, &l_scalars, aux.len())
             })
         };
         // Where the plan runs G1 MSMs two at a time, H's and L's together: a step of H's.
@@ -740,18 +707,8 @@ impl Prover {
                 let h_bases = engine.bases(&params.h, resident.map(|r| &r.h));
                 let l_bases = engine.bases(&params.l, resident.map(|r| &r.l));
                 engine.msms::<G1>(&[
-                    EngineMsm {
-                        bases: &h_bases,
-                        scalars: &abc[0],
-                        len: params.h.len(),
-                        host: None,
-                    },
-                    EngineMsm {
-                        bases: &l_bases,
-                        scalars: &l_scalars,
-                        len: aux.len(),
-                        host: l_host,
-                    },
+                    (&h_bases, &abc[0], params.h.len()),
+                    (&l_bases, &l_scalars, aux.len()),
                 ])
             })?;
             abc[0] = engine.vector(&[]);
@@ -814,13 +771,13 @@ impl Prover {
         let msm_a = |a_scalars: &E::Vector<'_>, report: &mut ProveReport| {
             self.step(lane, Step::MsmA, report, || {
                 let bases = engine.bases(&params.a, resident.map(|r| &r.a));
-                engine.msm::<G1>(&bases, a_scalars, a_len, a_host)
+                engine.msm::<G1>(&bases, a_scalars, a_len)
             })
         };
         let msm_b_g1 = |b_scalars: &E::Vector<'_>, report: &mut ProveReport| {
             self.step(lane, Step::MsmBG1, report, || {
                 let bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
-                engine.msm::<G1>(&bases, b_scalars, b_len, b_host)
+                engine.msm::<G1>(&bases, b_scalars, b_len)
             })
         };
         // A's and B's G1 MSMs, together where the plan says (a step of A's).
@@ -833,20 +790,7 @@ impl Prover {
             let sums = self.step(lane, Step::MsmA, report, || {
                 let a_bases = engine.bases(&params.a, resident.map(|r| &r.a));
                 let b_bases = engine.bases(&params.b_g1, resident.map(|r| &r.b_g1));
-                engine.msms::<G1>(&[
-                    EngineMsm {
-                        bases: &a_bases,
-                        scalars: a_scalars,
-                        len: a_len,
-                        host: a_host,
-                    },
-                    EngineMsm {
-                        bases: &b_bases,
-                        scalars: b_scalars,
-                        len: b_len,
-                        host: b_host,
-                    },
-                ])
+                engine.msms::<G1>(&[(&a_bases, a_scalars, a_len), (&b_bases, b_scalars, b_len)])
             })?;
             match sums[..] {
                 [a, b_g1] => Ok((a, b_g1)),
@@ -855,7 +799,7 @@ impl Prover {
         };
         let msm_b_g2 = |b_scalars: &E::Vector<'_>| {
             let bases = engine.bases(&params.b_g2, resident.map(|r| &r.b_g2));
-            engine.msm::<G2>(&bases, b_scalars, b_len, b_host)
+            engine.msm::<G2>(&bases, b_scalars, b_len)
         };
         let (a, b_g1, b_g2) = if resident.is_some_and(|r| r.plan.g2_beside_g1()) {
             // B's G2 MSM on a thread of its own beside A's and B's G1 MSMs: its time is the

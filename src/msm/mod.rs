@@ -9,14 +9,12 @@
 //! device vector ([`Scalars`]). Vectors over the binding limit run in chunks that share one
 //! bucket array. [`msm_cpu`] is the blstrs reference behind the same seam.
 
-mod compact;
 pub mod plan;
 pub mod program;
 mod record;
 mod timer;
 mod workspace;
 
-pub use compact::{nonzero, HostScalars, Segment};
 pub use plan::{MsmConfig, MsmPlan, PointCosts, WindowLayout, CHUNK_ALIGN};
 pub use workspace::{kept_bytes, WORKSPACES_KEPT};
 
@@ -25,14 +23,10 @@ use crate::error::{Error, Result};
 use crate::field::GpuField;
 use crate::gpu::pool::BufferPool;
 use crate::gpu::{Compiled, DeviceVector, GpuContext, Program, WideMul};
-use crate::recorded::Density;
 use blstrs::Scalar;
-use compact::{Compacted, Compaction};
-use ff::Field;
 use group::Group;
 use program::{MsmProgram, ScanProgram};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use workspace::Workspaces;
 
@@ -191,10 +185,6 @@ impl<'a, C: GpuCurve> MsmBases<'a, C> {
 pub struct MsmJob<'a, C: GpuCurve> {
     pub bases: MsmBases<'a, C>,
     pub scalars: Scalars<'a>,
-    /// The same scalars on the host with their zeros known, where the caller has them: its
-    /// streamed chunks then upload only the points whose scalar is not zero. Host scalars
-    /// without it are looked at here.
-    pub host: Option<HostScalars<'a>>,
 }
 
 // By hand: a derive would ask `C: Copy` of the curve marker.
@@ -225,8 +215,6 @@ pub struct MsmKernels<C: GpuCurve> {
     /// Workspaces count against this pool's VRAM budget, when there is one.
     pool: Option<BufferPool>,
     profile: Mutex<Vec<(String, f64)>>,
-    /// Streamed points never uploaded since their scalar was zero.
-    zero_points_skipped: AtomicU64,
 }
 
 impl<C: GpuCurve> MsmKernels<C> {
@@ -249,7 +237,6 @@ impl<C: GpuCurve> MsmKernels<C> {
             workspaces: Mutex::default(),
             pool: None,
             profile: Mutex::new(Vec::new()),
-            zero_points_skipped: AtomicU64::default(),
         })
     }
 
@@ -269,7 +256,6 @@ impl<C: GpuCurve> MsmKernels<C> {
             workspaces: Mutex::default(),
             pool: self.pool.clone(),
             profile: Mutex::new(Vec::new()),
-            zero_points_skipped: AtomicU64::default(),
         }
     }
 
@@ -288,12 +274,6 @@ impl<C: GpuCurve> MsmKernels<C> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-
-    /// Streamed points not uploaded since their scalar was zero, over every MSM of these
-    /// kernels so far (not of others made [`with_config`](Self::with_config)).
-    pub fn zero_points_skipped(&self) -> u64 {
-        self.zero_points_skipped.load(Relaxed)
     }
 
     pub fn wide_mul(&self) -> WideMul {
@@ -449,18 +429,14 @@ impl<C: GpuCurve> MsmKernels<C> {
         scalars: Scalars<'_>,
         limits: MsmLimits,
     ) -> Result<C::Projective> {
-        let job = MsmJob {
-            bases: *bases,
-            scalars,
-            host: None,
-        };
-        self.msm_one(job, limits)
-    }
-
-    /// One job of [`msm_together`](Self::msm_together).
-    pub fn msm_one(&self, job: MsmJob<'_, C>, limits: MsmLimits) -> Result<C::Projective> {
         let [sum] = self
-            .msm_together(&[job], limits)?
+            .msm_together(
+                &[MsmJob {
+                    bases: *bases,
+                    scalars,
+                }],
+                limits,
+            )?
             .try_into()
             .map_err(|_| Error::Internal("one MSM gave other than one sum".into()))?;
         Ok(sum)
@@ -481,91 +457,16 @@ impl<C: GpuCurve> MsmKernels<C> {
         for job in jobs {
             let bases = job.bases.resident_len().max(job.bases.host.len());
             check_lengths(bases, job.scalars.len())?;
-            if let Some(host) = job.host {
-                host.check(job.scalars.len())?;
-            }
         }
-        let longest = jobs.iter().map(|job| job.scalars.len()).max().unwrap_or(0);
-        if longest == 0 {
+        let running: Vec<MsmJob<'_, C>> = jobs
+            .iter()
+            .filter(|job| !job.scalars.is_empty())
+            .copied()
+            .collect();
+        let Some(longest) = running.iter().map(|job| job.scalars.len()).max() else {
             return Ok(vec![C::Projective::identity(); jobs.len()]);
-        }
+        };
         let plan = self.plan_within(longest, limits)?;
-        // Jobs whose bases stream and are theirs alone (jobs over the same bases share each
-        // chunk's upload: theirs stay whole) may upload only their non-zero scalars' points.
-        let may_compact: Vec<bool> = jobs
-            .iter()
-            .enumerate()
-            .map(|(j, job)| {
-                let shared = jobs.iter().enumerate().any(|(other, o)| {
-                    other != j && !o.scalars.is_empty() && o.bases.same_as(&job.bases)
-                });
-                !shared && job.scalars.len() > job.bases.resident_len()
-            })
-            .collect();
-        // Zeros found here for host scalars that look worth it; bit sets of them kept for
-        // the compactions that borrow them.
-        let found: Vec<Option<Density>> = jobs
-            .iter()
-            .zip(&may_compact)
-            .map(|(job, &may)| match (job.host, job.scalars) {
-                (None, Scalars::Host(values))
-                    if may && zeros_worth_finding(&values[job.bases.resident_len()..]) =>
-                {
-                    compact::nonzero(values).map(Some)
-                }
-                _ => Ok(None),
-            })
-            .collect::<Result<_>>()?;
-        let compacted: Vec<Option<Compacted<'_>>> = jobs
-            .iter()
-            .zip(may_compact.iter().zip(&found))
-            .map(|(job, (&may, found))| {
-                let scalars = match (job.host, job.scalars, found) {
-                    _ if !may => return None,
-                    (Some(host), _, _) => host,
-                    (None, Scalars::Host(values), Some(nonzero)) => {
-                        HostScalars::all(values, nonzero)
-                    }
-                    _ => return None,
-                };
-                let streamed = job.scalars.len() - job.bases.resident_len();
-                let cap = plan.chunk.min(streamed);
-                let compaction = Compaction::new(&scalars, job.bases.resident_len(), cap)?;
-                Some(Compacted {
-                    scalars,
-                    compaction,
-                })
-            })
-            .collect();
-        // A job runs unless it has no point left: no scalars, or all of its streamed ones
-        // zero and none resident.
-        let runs: Vec<bool> = jobs
-            .iter()
-            .zip(&compacted)
-            .map(|(job, compacted)| match compacted {
-                Some(c) => {
-                    c.compaction.chunk_lens().next().is_some() || job.bases.resident_len() > 0
-                }
-                None => !job.scalars.is_empty(),
-            })
-            .collect();
-        let skipped: usize = compacted
-            .iter()
-            .flatten()
-            .map(|c| c.compaction.skipped)
-            .sum();
-        self.zero_points_skipped.fetch_add(skipped as u64, Relaxed);
-        let mut running = Vec::new();
-        let mut running_compacted = Vec::new();
-        for ((job, compacted), &runs) in jobs.iter().zip(compacted).zip(&runs) {
-            if runs {
-                running.push(*job);
-                running_compacted.push(compacted);
-            }
-        }
-        if running.is_empty() {
-            return Ok(vec![C::Projective::identity(); jobs.len()]);
-        }
         let mut of_job = Vec::with_capacity(running.len());
         let mut sets: Vec<(MsmBases<'_, C>, usize)> = Vec::new();
         for job in &running {
@@ -608,14 +509,7 @@ impl<C: GpuCurve> MsmKernels<C> {
         let sums = taken.and_then(|()| {
             let mut workspaces = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
             let ws = workspaces.for_plan::<C>(&self.gpu, self.pool.as_ref(), &plan)?;
-            self.run(
-                &running,
-                &streams,
-                &running_compacted,
-                &extra_buckets,
-                &plan,
-                ws,
-            )
+            self.run(&running, &streams, &extra_buckets, &plan, ws)
         });
         if let Some(pool) = &self.pool {
             // `run` waited for the MSMs' last submission, the last to read them (after a
@@ -626,10 +520,10 @@ impl<C: GpuCurve> MsmKernels<C> {
             }
         }
         let mut sums = sums?.into_iter();
-        (0..jobs.len())
-            .map(|j| match runs[j] {
-                false => Ok(C::Projective::identity()),
-                true => sums
+        jobs.iter()
+            .map(|job| match job.scalars.is_empty() {
+                true => Ok(C::Projective::identity()),
+                false => sums
                     .next()
                     .map(|window_sums| combine_windows::<C>(&window_sums, &plan.layout))
                     .ok_or_else(|| Error::Internal("an MSM of several gave no sums".into())),
@@ -654,16 +548,6 @@ impl<C: GpuCurve> MsmKernels<C> {
                 .allocating(what, bytes, || self.gpu.empty_storage_buffer(what, bytes))?,
         }
     }
-}
-
-/// Whether host scalars look zero often enough to find every zero (a read of them all):
-/// some evenly spaced ones looked at.
-fn zeros_worth_finding(values: &[Scalar]) -> bool {
-    const LOOKS: usize = 1024;
-    let step = (values.len() / LOOKS).max(1);
-    let looked = values.iter().step_by(step);
-    let zeros = looked.clone().filter(|v| bool::from(v.is_zero())).count();
-    compact::worth_compacting(zeros, looked.count())
 }
 
 /// Σ_w 2^(first bit of w) · window_sums[w], by Horner's rule from the top window.

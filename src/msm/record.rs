@@ -4,16 +4,14 @@
 //! turn ([`MsmKernels::msm_together`]), sharing the workspace's per-chunk buffers, each with
 //! its own buckets; MSMs over the same bases share each streamed chunk's upload.
 
-use super::compact::{Compacted, Compaction, Gathered};
 use super::plan::MsmPlan;
 use super::program::{MsmEntry, MsmParams, ScanEntry, ScanParams};
 use super::timer::PassTimer;
 use super::workspace::{scan_levels, Workspace};
 use super::{MsmBases, MsmJob, MsmKernels};
 use crate::curve::GpuCurve;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::UniformArray;
-use blstrs::Scalar;
 
 /// Where a chunk's bases are on the device.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -23,9 +21,6 @@ enum ChunkBases {
     /// Uploaded into stream buffer `slot` of its bases' two (alternating) just before the
     /// chunk's first step.
     Streamed { slot: usize },
-    /// As `Streamed`, but only the points of compacted chunk `chunk` (those whose scalar is
-    /// not zero), their scalars gathered on the host too.
-    Compacted { slot: usize, chunk: usize },
 }
 
 /// A run of points whose bases lie in one buffer: where, the first scalar, the points.
@@ -37,41 +32,25 @@ struct Chunk {
 }
 
 /// Cuts `len` scalars into chunks of at most `plan.chunk`: over the resident prefix of the
-/// bases never straddling two of its buffers, past it at most `stream_points` each, or the
-/// chunks of `compaction` where there is one. A shorter `len` over the same bases gives a
-/// prefix of the same chunks (the last one cut) where nothing is compacted.
+/// bases never straddling two of its buffers, past it at most `stream_points` each. A
+/// shorter `len` over the same bases gives a prefix of the same chunks (the last one cut).
 fn chunks<C: GpuCurve>(
     bases: &MsmBases<'_, C>,
     plan: &MsmPlan,
     stream_points: usize,
     len: usize,
-    compaction: Option<&Compaction>,
 ) -> Vec<Chunk> {
     let mut chunks = Vec::new();
     let mut first = 0usize;
     let mut streamed = 0usize;
     let resident_len = bases.resident_len();
     while first < len {
-        let (chunk_bases, take) = match (bases.resident, compaction) {
-            (Some(resident), _) if first < resident_len => {
+        let (chunk_bases, take) = match bases.resident {
+            Some(resident) if first < resident_len => {
                 let buffer = first / resident.per_buffer;
                 let at = first % resident.per_buffer;
                 let room = (resident.buffers[buffer].1 - at).min(resident_len - first);
                 (ChunkBases::Resident { buffer, at }, plan.chunk.min(room))
-            }
-            (_, Some(compaction)) => {
-                for (c, points) in compaction.chunk_lens().enumerate() {
-                    streamed += 1;
-                    chunks.push(Chunk {
-                        bases: ChunkBases::Compacted {
-                            slot: streamed % 2,
-                            chunk: c,
-                        },
-                        first,
-                        len: points,
-                    });
-                }
-                break;
             }
             _ => {
                 streamed += 1;
@@ -131,8 +110,7 @@ fn steps(job_chunks: &[Vec<Chunk>], bases_of_job: &[usize]) -> Vec<Step> {
             let set = bases_of_job[job];
             let first_over_them = !uploaded.contains(&set);
             let uploads = match chunk.bases {
-                ChunkBases::Streamed { .. } | ChunkBases::Compacted { .. } if first_over_them => (0
-                    ..job_chunks.len())
+                ChunkBases::Streamed { .. } if first_over_them => (0..job_chunks.len())
                     .filter(|&other| bases_of_job[other] == set)
                     .filter_map(|other| job_chunks[other].get(index))
                     .map(|c| c.len)
@@ -190,7 +168,6 @@ impl<C: GpuCurve> MsmKernels<C> {
         &self,
         jobs: &[MsmJob<'_, C>],
         streams: &BasesStreams,
-        compacted: &[Option<Compacted<'_>>],
         buckets: &[wgpu::Buffer],
         plan: &MsmPlan,
         ws: &Workspace,
@@ -198,45 +175,13 @@ impl<C: GpuCurve> MsmKernels<C> {
         let gpu = &self.gpu;
         let job_chunks: Vec<Vec<Chunk>> = jobs
             .iter()
-            .zip(compacted)
-            .map(|(job, compacted)| {
-                let compaction = compacted.as_ref().map(|c| &c.compaction);
-                chunks(
-                    &job.bases,
-                    plan,
-                    streams.points,
-                    job.scalars.len(),
-                    compaction,
-                )
-            })
+            .map(|job| chunks(&job.bases, plan, streams.points, job.scalars.len()))
             .collect();
         let steps = steps(&job_chunks, &streams.of_job);
         let buckets: Vec<&wgpu::Buffer> = std::iter::once(&ws.buckets).chain(buckets).collect();
         let recording = Recording::new(self, jobs, streams, buckets, plan, ws, &steps)?;
         let stage = |step: Step| -> Result<()> {
             let (job, chunk) = (&jobs[step.job], step.chunk);
-            if let ChunkBases::Compacted { slot, chunk: c } = chunk.bases {
-                let Compacted {
-                    scalars: host,
-                    compaction,
-                } = compacted[step.job]
-                    .as_ref()
-                    .ok_or_else(|| Error::Internal("a compacted chunk of another job".into()))?;
-                // Gathered straight into the staging memory, the zeros' points left out.
-                let scalars = chunk.len * std::mem::size_of::<Scalar>();
-                gpu.upload_filled(&ws.scalars[step.scalars], 0, scalars, &|at, out| {
-                    compaction.fill(c, host, Gathered::Scalars, at, out)
-                })?;
-                let bases = Gathered::Bases {
-                    bytes: C::affine_bytes(job.bases.host),
-                    size: C::AFFINE_BYTES,
-                };
-                let stream = &streams.buffers[streams.of_job[step.job]][slot];
-                let bytes = chunk.len * C::AFFINE_BYTES;
-                return gpu.upload_filled(stream, 0, bytes, &|at, out| {
-                    compaction.fill(c, host, bases, at, out)
-                });
-            }
             job.scalars
                 .stage(gpu, &ws.scalars[step.scalars], chunk.first, chunk.len)?;
             if let (ChunkBases::Streamed { slot }, 1..) = (chunk.bases, step.uploads) {
@@ -401,7 +346,7 @@ impl<'a, C: GpuCurve> Recording<'a, C> {
             ChunkBases::Resident { buffer, at } => {
                 (self.jobs[step.job].bases.resident_buffer(buffer), at)
             }
-            ChunkBases::Streamed { slot } | ChunkBases::Compacted { slot, .. } => (
+            ChunkBases::Streamed { slot } => (
                 &self.streams.buffers[self.streams.of_job[step.job]][slot],
                 0,
             ),

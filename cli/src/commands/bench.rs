@@ -296,7 +296,6 @@ fn msms_together<C: GpuCurve>(
                     host: &bases[k * offset..],
                 },
                 scalars: Scalars::Host(&scalars[k * offset..]),
-                host: None,
             })
             .collect();
         let (mut alone, mut together) = (Duration::MAX, Duration::MAX);

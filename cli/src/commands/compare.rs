@@ -96,11 +96,11 @@ impl KernelJobs {
         let bytes = match kernel {
             Kernel::MsmG1 => {
                 let bases = engine.bases::<G1>(&self.bases_g1, None);
-                g1(engine.msm(&bases, &engine.vector(&self.scalars), n, None)?)
+                g1(engine.msm(&bases, &engine.vector(&self.scalars), n)?)
             }
             Kernel::MsmG2 => {
                 let bases = engine.bases::<G2>(&self.bases_g2, None);
-                g2(engine.msm(&bases, &engine.vector(&self.scalars), n, None)?)
+                g2(engine.msm(&bases, &engine.vector(&self.scalars), n)?)
             }
             Kernel::Ntt => {
                 let mut values = engine.vector(&self.a);

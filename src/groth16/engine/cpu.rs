@@ -10,7 +10,7 @@ use super::{unlocked, Engine, Query, StageGuard};
 use crate::curve::GpuCurve;
 use crate::gpu::waits::Stage;
 use crate::groth16::synthesis::ProvingAssignment;
-use crate::msm::{msm_cpu, HostScalars};
+use crate::msm::msm_cpu;
 use crate::ntt::{h_coefficients_cpu, ntt_cpu, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::DeviceMatrices;
@@ -133,7 +133,6 @@ impl Engine for CpuEngine {
         bases: &&[C::Affine],
         scalars: &Cow<'_, [Scalar]>,
         len: usize,
-        _host: Option<HostScalars<'_>>,
     ) -> Result<C::Projective> {
         let scalars = scalars.get(..len).ok_or_else(|| {
             Error::InvalidInput(format!("an MSM of {len} scalars over {}", scalars.len()))

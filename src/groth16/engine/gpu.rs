@@ -10,7 +10,7 @@ use blstrs::Scalar;
 use super::cpu::select_on_host;
 use super::plan::{chunk_options, DevicePlan, Footprint};
 use super::slots::{ProofSlot, ProofSlots};
-use super::{Engine, EngineMsm, Query, StageGuard};
+use super::{Engine, Query, StageGuard};
 use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::memory::device_memory;
 use crate::gpu::pool::{BufferPool, Reservation};
@@ -19,9 +19,7 @@ use crate::gpu::waits::{self, Stage};
 use crate::gpu::{DeviceVector, GpuContext};
 use crate::groth16::params::ProvingParameters;
 use crate::groth16::synthesis::ProvingAssignment;
-use crate::msm::{
-    HostScalars, MsmBases, MsmConfig, MsmJob, MsmKernels, MsmLimits, ResidentBases, Scalars,
-};
+use crate::msm::{MsmBases, MsmConfig, MsmJob, MsmKernels, MsmLimits, ResidentBases, Scalars};
 use crate::ntt::{HInput, NttKernels, NttOp};
 use crate::recorded::RecordedSystem;
 use crate::sparse::{query_lengths, DeviceMatrices, MatrixBytes, ProductLayouts, SparseKernels};
@@ -751,19 +749,19 @@ impl Engine for GpuEngine {
         bases: &GpuBases<'_, C>,
         scalars: &GpuVector<'_>,
         len: usize,
-        host: Option<HostScalars<'_>>,
     ) -> Result<C::Projective> {
-        let (job, limits) = msm_job(bases, scalars, len, host)?;
-        self.msm_kernels::<C>().msm_one(job, limits)
+        let (job, limits) = msm_job(bases, scalars, len)?;
+        self.msm_kernels::<C>()
+            .msm_streaming(&job.bases, job.scalars, limits)
     }
 
-    fn msms<C: GpuCurve>(&self, jobs: &[EngineMsm<'_, '_, Self, C>]) -> Result<Vec<C::Projective>> {
+    fn msms<C: GpuCurve>(
+        &self,
+        jobs: &[(&GpuBases<'_, C>, &GpuVector<'_>, usize)],
+    ) -> Result<Vec<C::Projective>> {
         let planned: Vec<_> = jobs
             .iter()
-            .map(|job| {
-                let planned = msm_job(job.bases, job.scalars, job.len, job.host)?;
-                Ok((planned, job.bases.device))
-            })
+            .map(|&(bases, scalars, len)| Ok((msm_job(bases, scalars, len)?, bases.device)))
             .collect::<Result<_>>()?;
         let limits = planned.first().map(|&((_, limits), _)| limits);
         let together = planned.iter().all(|&((_, job_limits), device)| {
@@ -778,7 +776,7 @@ impl Engine for GpuEngine {
             }
             _ => planned
                 .iter()
-                .map(|&((job, limits), _)| kernels.msm_one(job, limits))
+                .map(|&((job, limits), _)| kernels.msm_streaming(&job.bases, job.scalars, limits))
                 .collect(),
         }
     }
@@ -789,7 +787,6 @@ fn msm_job<'a, C: GpuCurve>(
     bases: &GpuBases<'a, C>,
     scalars: &'a GpuVector<'_>,
     len: usize,
-    host: Option<HostScalars<'a>>,
 ) -> Result<(MsmJob<'a, C>, MsmLimits)> {
     let scalars = match scalars {
         GpuVector::Device(vector) => Scalars::Device(vector, len),
@@ -800,7 +797,7 @@ fn msm_job<'a, C: GpuCurve>(
             })?)
         }
     };
-    let host_bases = bases.host.get(..scalars.len()).ok_or_else(|| {
+    let host = bases.host.get(..scalars.len()).ok_or_else(|| {
         Error::InvalidInput(format!(
             "{} bases for {} scalars",
             bases.host.len(),
@@ -812,16 +809,6 @@ fn msm_job<'a, C: GpuCurve>(
         Some(device) => (device.resident.as_ref(), device.limits),
         None => (None, MsmLimits::NONE),
     };
-    let bases = MsmBases {
-        resident,
-        host: host_bases,
-    };
-    Ok((
-        MsmJob {
-            bases,
-            scalars,
-            host,
-        },
-        limits,
-    ))
+    let bases = MsmBases { resident, host };
+    Ok((MsmJob { bases, scalars }, limits))
 }

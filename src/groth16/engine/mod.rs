@@ -28,7 +28,7 @@ use crate::curve::{GpuCurve, G1, G2};
 use crate::gpu::context::select_adapters;
 use crate::gpu::waits::{self, Stage, StageMark};
 use crate::gpu::{AdapterSelector, GpuContext};
-use crate::msm::{HostScalars, MsmConfig};
+use crate::msm::MsmConfig;
 use crate::ntt::NttOp;
 use crate::recorded::RecordedSystem;
 use crate::sparse::DeviceMatrices;
@@ -46,14 +46,6 @@ impl Query {
     pub fn index(self) -> usize {
         self as usize
     }
-}
-
-/// One MSM of several ([`Engine::msms`]): the arguments of [`Engine::msm`].
-pub struct EngineMsm<'j, 'a, E: Engine + ?Sized + 'a, C: GpuCurve> {
-    pub bases: &'j E::Bases<'a, C>,
-    pub scalars: &'j E::Vector<'a>,
-    pub len: usize,
-    pub host: Option<HostScalars<'j>>,
 }
 
 /// Where a proof's heavy steps run. A vector or a set of bases is the engine's own: host
@@ -185,23 +177,24 @@ pub trait Engine: Sync {
         device: Option<&'a DeviceBases<C>>,
     ) -> Self::Bases<'a, C>;
 
-    /// Σ scalars\[i\] · bases\[i\] over the first `len` scalars. `host`: the same scalars
-    /// on the host with their zeros known, where the caller has them (a GPU then streams
-    /// only the bases whose scalar is not zero).
+    /// Σ scalars\[i\] · bases\[i\] over the first `len` scalars.
     fn msm<C: GpuCurve>(
         &self,
         bases: &Self::Bases<'_, C>,
         scalars: &Self::Vector<'_>,
         len: usize,
-        host: Option<HostScalars<'_>>,
     ) -> Result<C::Projective>;
 
-    /// The [`msm`](Self::msm) of each of `jobs`, in order: on a GPU whose plan runs G1 MSMs
-    /// two at a time (`DevicePlan::g1_together`), chunk by chunk in turn, so that one's
-    /// upload runs beside the other's kernels; else one after the other.
-    fn msms<C: GpuCurve>(&self, jobs: &[EngineMsm<'_, '_, Self, C>]) -> Result<Vec<C::Projective>> {
+    /// The [`msm`](Self::msm) of each of `jobs` (bases, scalars, length), in order: on a
+    /// GPU whose plan runs G1 MSMs two at a time (`DevicePlan::g1_together`), chunk by
+    /// chunk in turn, so that one's upload runs beside the other's kernels; else one after
+    /// the other.
+    fn msms<C: GpuCurve>(
+        &self,
+        jobs: &[(&Self::Bases<'_, C>, &Self::Vector<'_>, usize)],
+    ) -> Result<Vec<C::Projective>> {
         jobs.iter()
-            .map(|job| self.msm(job.bases, job.scalars, job.len, job.host))
+            .map(|&(bases, scalars, len)| self.msm(bases, scalars, len))
             .collect()
     }
 }
@@ -503,12 +496,7 @@ impl<C: GpuCurve> Work for OneMsm<'_, C> {
             )));
         }
         let bases = engine.bases::<C>(self.bases, None);
-        engine.msm(
-            &bases,
-            &engine.vector(self.scalars),
-            self.scalars.len(),
-            None,
-        )
+        engine.msm(&bases, &engine.vector(self.scalars), self.scalars.len())
     }
 }
 

@@ -533,15 +533,6 @@ impl DevicePlan {
         self.streams[1] && self.proof != ProofBuffers::ProductsInParts
     }
 
-    /// Whether any of the L, A and B bases stream: their scalars are the witness's values,
-    /// whose zeros (about half of a Filecoin partition's) then need not cross the bus.
-    pub fn streams_aux_bases(&self, footprint: &Footprint) -> bool {
-        self.resident_points[1..]
-            .iter()
-            .zip(&footprint.bases[1..])
-            .any(|(&resident, &(points, _))| resident < points)
-    }
-
     /// Whether every base is resident.
     pub fn all_resident(&self, footprint: &Footprint) -> bool {
         self.streams == [false, false]
