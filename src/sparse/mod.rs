@@ -15,6 +15,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use blstrs::Scalar;
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::field::GpuField;
@@ -281,27 +282,30 @@ impl SparseKernels {
         // starts or gathered columns, the matrix and range of its entries).
         type HostChunk = (usize, usize, usize, Vec<u32>, Option<(usize, Range<usize>)>);
         let mut host: [Vec<HostChunk>; 5] = Default::default();
+        // Every chunk's rows first (a binary search each), then their row starts made on
+        // every core: at 2^27 they are 390 million words.
+        let mut spans = Vec::new();
         for (m, matrix) in system.csr().into_iter().enumerate() {
             for (part, range) in part_ranges(layouts.products, rows) {
                 let mut start = range.start;
                 while start < range.end {
                     let stop = chunk_end(&matrix, start, range.end, limit)?;
-                    let base = matrix.row_starts[start];
-                    let row_starts = matrix.row_starts[start..=stop]
-                        .iter()
-                        .map(|&s| (s - base) as u32)
-                        .collect();
-                    let entries = base as usize..matrix.row_starts[stop] as usize;
-                    host[m].push((
-                        part,
-                        stop - start,
-                        start - range.start,
-                        row_starts,
-                        Some((m, entries)),
-                    ));
+                    spans.push((m, part, start - range.start, start..stop));
                     start = stop;
                 }
             }
+        }
+        let csr = system.csr();
+        for (m, part, out_first, rows) in spans {
+            let starts = &csr[m].row_starts;
+            let base = starts[rows.start];
+            let row_starts = starts[rows.start..=rows.end]
+                .par_iter()
+                .with_min_len(1 << 16)
+                .map(|&s| (s - base) as u32)
+                .collect();
+            let entries = base as usize..starts[rows.end] as usize;
+            host[m].push((part, rows.len(), out_first, row_starts, Some((m, entries))));
         }
         let most = (limit / 4) as usize;
         for (q, (columns, layout)) in query_columns(system)
@@ -317,7 +321,6 @@ impl SparseKernels {
                 }
             }
         }
-        let csr = system.csr();
         let entries_of = |entries: &Option<(usize, Range<usize>)>| match entries {
             Some((_, range)) => range.len(),
             None => 0,
@@ -623,21 +626,49 @@ pub fn query_lengths(system: &RecordedSystem) -> [usize; 2] {
 /// The tagged columns of the A and B queries' scalars, in the order of the bases.
 fn query_columns(system: &RecordedSystem) -> [Vec<u32>; 2] {
     let [a_aux, b_inputs, b_aux] = system.densities();
-    let marked = |density: &Density, tag: u32, out: &mut Vec<u32>| {
-        for (w, &word) in density.words().iter().enumerate() {
-            let mut bits = word;
-            while bits != 0 {
-                out.push(((w * 64) as u32 + bits.trailing_zeros()) | tag);
-                bits &= bits - 1;
-            }
-        }
-    };
     let mut a: Vec<u32> = (0..system.inputs as u32).collect();
-    marked(a_aux, AUX, &mut a);
+    marked_columns(a_aux, AUX, &mut a);
     let mut b = Vec::new();
-    marked(b_inputs, 0, &mut b);
-    marked(b_aux, AUX, &mut b);
+    marked_columns(b_inputs, 0, &mut b);
+    marked_columns(b_aux, AUX, &mut b);
     [a, b]
+}
+
+/// Appends to `out` the index of every variable `density` marks, tagged `tag`: on every
+/// core, each block of words writing into its place, found by the blocks' counts.
+fn marked_columns(density: &Density, tag: u32, out: &mut Vec<u32>) {
+    const BLOCK_WORDS: usize = 1 << 12;
+    let blocks: Vec<&[u64]> = density.words().chunks(BLOCK_WORDS).collect();
+    let counts: Vec<usize> = blocks
+        .par_iter()
+        .map(|words| words.iter().map(|w| w.count_ones() as usize).sum())
+        .collect();
+    let first = out.len();
+    out.resize(first + counts.iter().sum::<usize>(), 0);
+    let mut places = Vec::with_capacity(blocks.len());
+    let mut rest = &mut out[first..];
+    for &count in &counts {
+        let (place, after) = rest.split_at_mut(count);
+        places.push(place);
+        rest = after;
+    }
+    places
+        .into_par_iter()
+        .zip(blocks)
+        .enumerate()
+        .for_each(|(block, (place, words))| {
+            let mut slots = place.iter_mut();
+            for (w, &word) in words.iter().enumerate() {
+                let at = ((block * BLOCK_WORDS + w) * 64) as u32;
+                let mut bits = word;
+                while bits != 0 {
+                    if let Some(slot) = slots.next() {
+                        *slot = (at + bits.trailing_zeros()) | tag;
+                    }
+                    bits &= bits - 1;
+                }
+            }
+        });
 }
 
 /// The first row of `matrix` whose loop in `sparse_rows` makes more than `cap` trips, with
@@ -675,4 +706,60 @@ fn chunk_end(matrix: &CsrView<'_>, start: usize, end: usize, limit: u64) -> Resu
         });
     }
     Ok(start + fits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::{RngCore, SeedableRng};
+
+    /// Marked columns in blocks on every core are the marked bits in order, tagged, after
+    /// what the vector held: across block edges, a partial last word, none and all marked.
+    #[test]
+    fn marked_columns_are_the_marked_bits_in_order() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for bits in [
+            0usize,
+            1,
+            63,
+            64,
+            65,
+            4096 * 64,
+            4096 * 64 + 5,
+            3 * 4096 * 64 + 130,
+        ] {
+            for fill in ["random", "none", "all"] {
+                let words: Vec<u64> = (0..bits.div_ceil(64))
+                    .map(|w| {
+                        let word = match fill {
+                            "random" => rng.next_u64(),
+                            "none" => 0,
+                            _ => u64::MAX,
+                        };
+                        let valid = (bits - w * 64).min(64);
+                        if valid == 64 {
+                            word
+                        } else {
+                            word & ((1 << valid) - 1)
+                        }
+                    })
+                    .collect();
+                let density = Density::from_words(words, bits).unwrap();
+                for tag in [0, AUX] {
+                    let mut out = vec![5, 6];
+                    marked_columns(&density, tag, &mut out);
+                    let expected: Vec<u32> = [5, 6]
+                        .into_iter()
+                        .chain(
+                            (0..bits)
+                                .filter(|&i| density.get(i))
+                                .map(|i| i as u32 | tag),
+                        )
+                        .collect();
+                    assert!(out == expected, "{bits} bits, {fill}, tag {tag:#x}");
+                }
+            }
+        }
+    }
 }
